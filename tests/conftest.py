@@ -1,0 +1,94 @@
+"""Suite-wide fixtures: the anyio backend, and the leak check that fails any test leaving a child or a pipe behind.
+
+Every child a test spawns inherits ``SUBAGENT_HOST_TEST_MARKER`` (the ambient env scrub keeps it: it is not
+credential-shaped), so the leak check finds even grandchildren that ``setsid()`` out of the group and were
+re-parented away from the test process.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+MARKER_NAME = "SUBAGENT_HOST_TEST_MARKER"
+os.environ[MARKER_NAME] = uuid.uuid4().hex
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FAKE_ACP_AGENT = REPO_ROOT / "fake_runtimes" / "acp_agent.py"
+FAKE_DSH_RUNTIME = REPO_ROOT / "fake_runtimes" / "dsh_runtime.py"
+PYTHON = sys.executable
+
+# How long a leaked process may take to finish dying after the test returned (teardown ladders may still be
+# reaping a SIGKILLed child at that instant).
+_LEAK_SETTLE_SECONDS = 3.0
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _marked_processes() -> list[psutil.Process]:
+    marker = os.environ[MARKER_NAME]
+    me = os.getpid()
+    found: list[psutil.Process] = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.pid == me:
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get(MARKER_NAME) == marker:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def _open_pipes() -> set[str]:
+    pipes: set[str] = set()
+    fd_dir = Path("/proc/self/fd")
+    for entry in fd_dir.iterdir():
+        try:
+            target = os.readlink(entry)
+        except OSError:
+            continue
+        if target.startswith("pipe:"):
+            pipes.add(f"{entry.name}->{target}")
+    return pipes
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes_or_pipes() -> Iterator[None]:
+    """Fail the test if it leaves a marked process alive or a new pipe open; kill what it leaked."""
+    gc.collect()
+    pipes_before = _open_pipes()
+    yield
+    deadline = time.monotonic() + _LEAK_SETTLE_SECONDS
+    leaked = _marked_processes()
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.02)
+        leaked = _marked_processes()
+    for proc in leaked:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.Error:
+            pass
+    gc.collect()
+    new_pipes = _open_pipes() - pipes_before
+    problems: list[str] = []
+    if leaked:
+        problems.append(f"test left child processes alive: {[p.pid for p in leaked]}")
+    if new_pipes:
+        problems.append(f"test left pipes open: {sorted(new_pipes)}")
+    if problems:
+        pytest.fail("; ".join(problems))
