@@ -21,6 +21,9 @@ import pytest
 
 MARKER_NAME = "SUBAGENT_HOST_TEST_MARKER"
 os.environ[MARKER_NAME] = uuid.uuid4().hex
+# Only processes created after the suite started can carry this run's marker; checking creation time first keeps
+# the per-test scan cheap (reading every process's environment is the slow part).
+_SUITE_STARTED = psutil.Process().create_time() - 1.0
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FAKE_ACP_AGENT = REPO_ROOT / "fake_runtimes" / "acp_agent.py"
@@ -41,8 +44,8 @@ def _marked_processes() -> list[psutil.Process]:
     marker = os.environ[MARKER_NAME]
     me = os.getpid()
     found: list[psutil.Process] = []
-    for proc in psutil.process_iter(["pid", "status"]):
-        if proc.pid == me:
+    for proc in psutil.process_iter(["pid", "create_time"]):
+        if proc.pid == me or (proc.info.get("create_time") or 0.0) < _SUITE_STARTED:
             continue
         try:
             if proc.status() == psutil.STATUS_ZOMBIE:
@@ -70,7 +73,6 @@ def _open_pipes() -> set[str]:
 @pytest.fixture(autouse=True)
 def no_leaked_processes_or_pipes() -> Iterator[None]:
     """Fail the test if it leaves a marked process alive or a new pipe open; kill what it leaked."""
-    gc.collect()
     pipes_before = _open_pipes()
     yield
     deadline = time.monotonic() + _LEAK_SETTLE_SECONDS
