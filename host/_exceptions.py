@@ -5,6 +5,7 @@ the host logger only. The tree::
 
     SubagentHostError                      root of everything the host raises
     ├── ConfigError                        load-time config validation (message names the snake_case key)
+    │   └── UnsetHostVariableError         a ``${NAME}`` env reference names an unset host variable (.name)
     ├── StartAbortedError                  "subagent request was aborted before the <ACP|SDK> child started"
     ├── AcpRunFailure                      safe "subagent-acp: Subagent failure (...)"; .facts; raw on __cause__
     ├── SdkRunFailure                      safe "subagent-dsh-sdk: Subagent failure (...)"; .facts; raw on __cause__
@@ -56,6 +57,7 @@ __all__ = [
     "ToolOutputError",
     "ToolTimeoutError",
     "TransportClosedError",
+    "UnsetHostVariableError",
     "UnsupportedCapabilityError",
     "describe_error",
 ]
@@ -67,6 +69,14 @@ class SubagentHostError(Exception):
 
 class ConfigError(SubagentHostError):
     """A config file or entry failed load-time validation; the message names the snake_case key."""
+
+
+class UnsetHostVariableError(ConfigError):
+    """A ``${NAME}`` reference in a config ``env`` value names an unset host variable; ``.name`` is ``NAME``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"host variable ${{{name}}} is not set")
+        self.name = name
 
 
 class StartAbortedError(SubagentHostError):

@@ -1,0 +1,82 @@
+"""Validation of one ``kind = "acp"`` entry, in acp-provider.md §2.3's order with its exact messages.
+
+The first failing check raises ``ConfigError``; ``description`` (stream-and-results.md §6.1) is checked last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, Literal
+
+from host._exceptions import ConfigError
+from host.config import _rules
+from host.config._models import AcpEntryConfig
+
+__all__ = ["ACP_PREFIX", "validate_acp_entry"]
+
+ACP_PREFIX: Final = "subagent-acp: "
+
+_ACP_KEYS: Final = frozenset(
+    {
+        "kind",
+        "command",
+        "args",
+        "cwd",
+        "env",
+        "permission",
+        "dispose_eof_grace_ms",
+        "dispose_grace_ms",
+        "timeout_ms",
+        "description",
+    }
+)
+
+
+def validate_acp_entry(
+    name: str, table: Mapping[str, object], *, base_dir: str, environ: Mapping[str, str]
+) -> AcpEntryConfig:
+    """Validate one ACP entry table (``kind`` may be present) into an ``AcpEntryConfig``.
+
+    Args:
+        name: The entry's table key under ``[providers]``.
+        table: The entry as TOML (or the Python API) gave it.
+        base_dir: The host's working directory at load time; a relative ``cwd`` resolves against it.
+        environ: The unscrubbed host environment for ``${NAME}`` references.
+
+    Raises:
+        ConfigError: The first failed check, with the spec's message.
+    """
+    prefix = ACP_PREFIX
+    _rules.reject_unknown_keys(table, _ACP_KEYS, prefix)
+    command = _rules.check_command(table, prefix)
+    args = _rules.check_args(table, prefix)
+    env = _rules.check_env(table, prefix, environ)
+    permission = _check_permission(table, prefix)
+    limit = _rules.MAX_TIMER_DELAY_MS
+    eof_grace = _rules.check_positive_ms(table, "dispose_eof_grace_ms", 6000.0, prefix, limit=limit)
+    grace = _rules.check_positive_ms(table, "dispose_grace_ms", 3000.0, prefix, limit=limit)
+    timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=limit)
+    cwd = _rules.check_cwd(table, prefix, base_dir)
+    description = _rules.check_description(table, prefix)
+    return AcpEntryConfig(
+        name=name,
+        command=command,
+        args=args,
+        cwd=cwd,
+        env=env,
+        permission=permission,
+        dispose_eof_grace_ms=eof_grace,
+        dispose_grace_ms=grace,
+        timeout_ms=timeout,
+        description=description,
+    )
+
+
+def _check_permission(table: Mapping[str, object], prefix: str) -> Literal["allow", "reject"]:
+    """``permission``: ``"allow"`` or ``"reject"`` (the default)."""
+    permission = table.get("permission", "reject")
+    if permission == "allow":
+        return "allow"
+    if permission == "reject":
+        return "reject"
+    raise ConfigError(f'{prefix}permission must be "allow" or "reject"')

@@ -1,0 +1,103 @@
+"""Frozen, typed results of config loading: one model per entry kind, and the whole host config.
+
+Entries hold already-validated values: ``env`` is expanded, ``cwd`` is absolute and was an accessible directory
+at load time, every duration is a positive finite number of milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["AcpEntryConfig", "EntryConfig", "HostConfig", "SdkEntryConfig", "delegation_tool_name"]
+
+_NOT_TOOL_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]")
+
+
+class AcpEntryConfig(BaseModel):
+    """One validated ``kind = "acp"`` provider entry (acp-provider.md §2.2)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["acp"] = "acp"
+    """The provider kind."""
+    name: str
+    """The entry's table key under ``[providers]``; the provider's name."""
+    command: str
+    """``argv[0]``; never shell-interpreted."""
+    args: tuple[str, ...] = ()
+    """``argv[1:]``."""
+    cwd: str | None = None
+    """Absolute override of the parent session cwd, validated at load; ``None`` inherits the parent's."""
+    env: dict[str, str] = {}
+    """Explicit child variables with ``${NAME}`` references already expanded; merged after the ambient scrub."""
+    permission: Literal["allow", "reject"] = "reject"
+    """The unattended permission policy."""
+    dispose_eof_grace_ms: float = 6000.0
+    """Teardown ladder: how long the child may take to exit after stdin EOF."""
+    dispose_grace_ms: float = 3000.0
+    """Teardown ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
+    timeout_ms: float | None = None
+    """Budget of one foreground delegation through this entry; ``None`` means no budget."""
+    description: str | None = None
+    """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
+
+
+class SdkEntryConfig(BaseModel):
+    """One validated ``kind = "dsh-sdk"`` provider entry (sdk-provider.md §2)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["dsh-sdk"] = "dsh-sdk"
+    """The provider kind."""
+    name: str
+    """The entry's table key under ``[providers]``; the provider's name."""
+    command: str
+    """The runtime executable spawned per run, never via a shell."""
+    args: tuple[str, ...] = ()
+    """``argv[1:]``, typically the child runtime's config path."""
+    cwd: str | None = None
+    """Absolute override of the parent session cwd, validated at load; ``None`` inherits the parent's."""
+    env: dict[str, str] = {}
+    """Explicit child variables with ``${NAME}`` references already expanded; merged after the ambient scrub."""
+    provider: str = "deepseek-official"
+    """The model provider sent in ``initialize``."""
+    model: str = "deepseek-v4-flash"
+    """The model sent in ``initialize``."""
+    max_tokens: int | None = None
+    """Sent in ``initialize`` only when set; an integer in 1 … 2^53−1."""
+    shutdown_timeout_ms: float = 1000.0
+    """Bound of the ``shutdown`` request."""
+    dispose_eof_grace_ms: float = 6000.0
+    """Teardown ladder: how long the runtime may take to exit after stdin EOF."""
+    dispose_grace_ms: float = 3000.0
+    """Teardown ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
+    initialize_timeout_ms: float = 10000.0
+    """Bound of the ``initialize`` request."""
+    timeout_ms: float | None = None
+    """Budget of one foreground delegation through this entry; ``None`` means no budget."""
+    description: str | None = None
+    """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
+
+
+EntryConfig = AcpEntryConfig | SdkEntryConfig
+"""A validated provider entry of either kind (discriminated by ``kind``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostConfig:
+    """The loaded host configuration: provider entries in document order, and where they came from."""
+
+    providers: Mapping[str, EntryConfig]
+    """Entries keyed by provider name, in document order."""
+    source: str
+    """The absolute path of the loaded file, or ``"<built-in>"``."""
+
+
+def delegation_tool_name(entry_name: str) -> str:
+    """The delegation tool name of an entry: ``delegate_<name>`` with every char outside ``[A-Za-z0-9_]`` → ``_``."""
+    return "delegate_" + _NOT_TOOL_NAME_CHAR.sub("_", entry_name)

@@ -1,0 +1,216 @@
+"""Config lookup order, the built-in default, TOML reading errors and the host-level (``subagent-host:``) errors."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from host import ConfigError
+from host.config import (
+    BUILTIN_DESCRIPTION,
+    BUILTIN_SOURCE,
+    AcpEntryConfig,
+    builtin_config,
+    load_config,
+    parse_config,
+)
+from tests.config._helpers import load_toml
+from tests.conftest import FAKE_ACP_AGENT
+
+
+def write_config(path: Path, name: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[providers.{name}]\nkind = "acp"\ncommand = "agent"\n', encoding="utf-8")
+    return path
+
+
+def test_explicit_path_wins_over_the_variable_and_the_working_directory_file(tmp_path: Path) -> None:
+    explicit = write_config(tmp_path / "explicit.toml", "explicit")
+    from_env = write_config(tmp_path / "env.toml", "from-env")
+    write_config(tmp_path / "subagent-host.toml", "local")
+    config = load_config(explicit, cwd=str(tmp_path), environ={"SUBAGENT_HOST_CONFIG": str(from_env)})
+    assert list(config.providers) == ["explicit"]
+    assert config.source == str(explicit)
+
+
+def test_variable_wins_over_the_working_directory_file(tmp_path: Path) -> None:
+    from_env = write_config(tmp_path / "env.toml", "from-env")
+    write_config(tmp_path / "subagent-host.toml", "local")
+    config = load_config(cwd=str(tmp_path), environ={"SUBAGENT_HOST_CONFIG": str(from_env)})
+    assert list(config.providers) == ["from-env"]
+    assert config.source == str(from_env)
+
+
+def test_working_directory_file_wins_over_the_built_in_default(tmp_path: Path) -> None:
+    local = write_config(tmp_path / "subagent-host.toml", "local")
+    config = load_config(cwd=str(tmp_path), environ={})
+    assert list(config.providers) == ["local"]
+    assert config.source == str(local)
+
+
+def test_empty_variable_is_treated_as_unset(tmp_path: Path) -> None:
+    write_config(tmp_path / "subagent-host.toml", "local")
+    config = load_config(cwd=str(tmp_path), environ={"SUBAGENT_HOST_CONFIG": ""})
+    assert list(config.providers) == ["local"]
+
+
+def test_relative_explicit_path_and_variable_resolve_against_the_working_directory(tmp_path: Path) -> None:
+    write_config(tmp_path / "conf" / "a.toml", "a")
+    write_config(tmp_path / "conf" / "b.toml", "b")
+    by_path = load_config("conf/a.toml", cwd=str(tmp_path), environ={})
+    by_env = load_config(cwd=str(tmp_path), environ={"SUBAGENT_HOST_CONFIG": "conf/b.toml"})
+    assert (list(by_path.providers), by_path.source) == (["a"], str(tmp_path / "conf" / "a.toml"))
+    assert (list(by_env.providers), by_env.source) == (["b"], str(tmp_path / "conf" / "b.toml"))
+
+
+def test_defaults_read_the_process_environment_and_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SUBAGENT_HOST_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert load_config().source == BUILTIN_SOURCE
+    write_config(tmp_path / "subagent-host.toml", "local")
+    assert list(load_config().providers) == ["local"]
+    monkeypatch.setenv("SUBAGENT_HOST_CONFIG", str(write_config(tmp_path / "env.toml", "from-env")))
+    assert list(load_config().providers) == ["from-env"]
+
+
+def test_without_any_config_file_the_built_in_echo_entry_loads(tmp_path: Path) -> None:
+    config = load_config(cwd=str(tmp_path), environ={})
+    assert config == builtin_config()
+    assert config.source == "<built-in>"
+    assert list(config.providers) == ["echo"]
+    echo = config.providers["echo"]
+    assert echo == AcpEntryConfig(
+        name="echo",
+        command=sys.executable,
+        args=(str(FAKE_ACP_AGENT),),
+        description="Built-in echo ACP agent (answers with the task text); for trying subagent-host out",
+    )
+    assert echo.description == BUILTIN_DESCRIPTION
+    assert echo.kind == "acp"
+    assert echo.cwd is None
+    assert echo.permission == "reject"
+
+
+def test_missing_explicit_file_fails_instead_of_falling_back(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.toml"
+    with pytest.raises(ConfigError) as caught:
+        load_config(missing, cwd=str(tmp_path), environ={})
+    assert str(caught.value) == f"subagent-host: cannot read config file {missing}: No such file or directory"
+    assert isinstance(caught.value.__cause__, FileNotFoundError)
+
+
+def test_missing_file_named_by_the_variable_fails(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(cwd=str(tmp_path), environ={"SUBAGENT_HOST_CONFIG": "nope.toml"})
+    assert (
+        str(caught.value)
+        == f"subagent-host: cannot read config file {tmp_path / 'nope.toml'}: No such file or directory"
+    )
+
+
+def test_working_directory_config_that_is_a_directory_is_unreadable(tmp_path: Path) -> None:
+    (tmp_path / "subagent-host.toml").mkdir()
+    with pytest.raises(ConfigError) as caught:
+        load_config(cwd=str(tmp_path), environ={})
+    assert str(caught.value) == (
+        f"subagent-host: cannot read config file {tmp_path / 'subagent-host.toml'}: Is a directory"
+    )
+
+
+def test_invalid_toml_fails_with_the_parser_message(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    with pytest.raises(ConfigError) as caught:
+        load_toml(tmp_path, "[providers.acp\nkind = 'acp'\n")
+    assert str(caught.value).startswith(f"subagent-host: {path} is not valid TOML: ")
+    assert str(caught.value) == f"subagent-host: {path} is not valid TOML: {caught.value.__cause__}"
+
+
+def test_file_that_is_not_utf8_is_not_valid_toml(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_bytes(b'[providers.acp]\nkind = "\xff"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, cwd=str(tmp_path), environ={})
+    assert str(caught.value).startswith(f"subagent-host: {path} is not valid TOML: ")
+
+
+def test_empty_file_configures_no_providers(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_toml(tmp_path, "")
+    assert str(caught.value) == f"subagent-host: {tmp_path / 'config.toml'} configures no providers"
+
+
+def test_empty_providers_table_configures_no_providers(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_toml(tmp_path, "[providers]\n")
+    assert str(caught.value) == f"subagent-host: {tmp_path / 'config.toml'} configures no providers"
+
+
+def test_unknown_top_level_key_fails(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_toml(tmp_path, 'provider = "acp"\n[providers.acp]\nkind = "acp"\ncommand = "agent"\n')
+    assert str(caught.value) == 'subagent-host: unknown top-level config key "provider"'
+
+
+def test_providers_that_is_not_a_table_fails(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_toml(tmp_path, 'providers = ["acp"]\n')
+    assert str(caught.value) == "subagent-host: providers must be a table"
+
+
+def test_entry_that_is_not_a_table_fails(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_toml(tmp_path, '[providers]\nacp = "agent"\n')
+    assert str(caught.value) == "subagent-host: providers.acp must be a table"
+
+
+def test_providers_keep_document_order_and_mix_kinds(tmp_path: Path) -> None:
+    config = load_toml(
+        tmp_path,
+        '[providers.zeta]\nkind = "dsh-sdk"\ncommand = "dsh"\n'
+        '[providers.alpha]\nkind = "acp"\ncommand = "agent"\n'
+        '[providers.mid]\nkind = "acp"\ncommand = "agent2"\n',
+    )
+    assert list(config.providers) == ["zeta", "alpha", "mid"]
+    assert [entry.kind for entry in config.providers.values()] == ["dsh-sdk", "acp", "acp"]
+
+
+def test_first_invalid_entry_stops_loading(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_toml(
+            tmp_path,
+            '[providers.good]\nkind = "acp"\ncommand = "agent"\n[providers.bad]\nkind = "acp"\n'
+            '[providers.worse]\nkind = "nope"\n',
+        )
+    assert str(caught.value) == "subagent-acp: command is required"
+
+
+def test_providers_mapping_is_read_only(tmp_path: Path) -> None:
+    config = load_toml(tmp_path, '[providers.acp]\nkind = "acp"\ncommand = "agent"\n')
+    smuggled = cast("MutableMapping[str, object]", config.providers)
+    with pytest.raises(TypeError):
+        smuggled["other"] = config.providers["acp"]
+    assert list(config.providers) == ["acp"]
+
+
+def test_parse_config_names_its_source_in_errors_and_result(tmp_path: Path) -> None:
+    document = {"providers": {"acp": {"kind": "acp", "command": "agent"}}}
+    assert parse_config(document, source="inline", base_dir=str(tmp_path), environ={}).source == "inline"
+    with pytest.raises(ConfigError) as caught:
+        parse_config({}, source="inline", environ={})
+    assert str(caught.value) == "subagent-host: inline configures no providers"
+
+
+def test_relative_entry_cwd_resolves_against_the_load_cwd_not_the_file_directory(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere" / "work").mkdir(parents=True)
+    config_dir = tmp_path / "configs"
+    config_dir.mkdir()
+    path = config_dir / "c.toml"
+    path.write_text('[providers.acp]\nkind = "acp"\ncommand = "agent"\ncwd = "work"\n', encoding="utf-8")
+    config = load_config(path, cwd=str(tmp_path / "elsewhere"), environ={})
+    assert config.providers["acp"].cwd == str(tmp_path / "elsewhere" / "work")
