@@ -1,0 +1,431 @@
+"""Fake DSH SDK runtime: a stdlib-only fixture speaking newline JSON-RPC 2.0 on stdio (sdk-provider.md §6).
+
+It is scripted by the ``FAKE_*`` environment switches exactly as §6 says; a switch counts as set when non-empty.
+Quick-start echo: when no ``FAKE_*`` variable is set at all, the assistant text is the concatenated text of the
+prompt's ``contentBlocks`` text blocks instead of ``hello from fake runtime``. stdout carries only protocol
+frames, diagnostics go to stderr. Exit codes: 3 before init, 17 during prompt, 0 on shutdown, stdin EOF and
+SIGTERM, 130 on SIGINT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from types import FrameType
+from typing import Final, NoReturn, cast
+
+DEFAULT_TEXT: Final = "hello from fake runtime"
+SERVER_NAME: Final = "deepseek-harness-sdk-runtime"
+SERVER_VERSION: Final = "0.0.1"
+
+# Exit codes the spec pins (§6).
+EXIT_BEFORE_INIT: Final = 3
+EXIT_DURING_PROMPT: Final = 17
+EXIT_SIGINT: Final = 130
+
+# How often the INIT_READY/INIT_GO handshake polls for the GO file.
+_GO_POLL_SECONDS: Final = 0.005
+
+_GRANDCHILD_SOURCE: Final = "import time\nwhile True:\n    time.sleep(3600)\n"
+
+JsonObject = dict[str, object]
+
+
+class _EndOfInput:
+    """Queue sentinel: stdin reached EOF."""
+
+
+_EOF: Final = _EndOfInput()
+_OMIT: Final = object()
+
+# Keeps the grandchild's Popen referenced so it is never collected (and never warned about) while we live.
+_grandchildren: list[subprocess.Popen[bytes]] = []
+
+
+def _switch(name: str) -> str | None:
+    """Return the switch's value, or None when it is unset or empty."""
+    return os.environ.get(name) or None
+
+
+def _scripted() -> bool:
+    """Whether any ``FAKE_*`` switch is set (otherwise the runtime echoes the prompt)."""
+    return any(key.startswith("FAKE_") and value for key, value in os.environ.items())
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Flush and leave at once, without joining the reader thread blocked on stdin."""
+    for stream in (sys.stdout.buffer, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe has nothing left to flush
+    os._exit(code)
+
+
+def _read_stdin(inbox: queue.Queue[JsonObject | _EndOfInput]) -> None:
+    """Feed every JSON object line of stdin to ``inbox``, then the EOF sentinel; skip everything else."""
+    for raw in iter(sys.stdin.buffer.readline, b""):
+        try:
+            line = raw.decode("utf-8").strip()
+            frame: object = json.loads(line) if line else None
+        except ValueError:  # UnicodeDecodeError and JSONDecodeError are both ValueErrors
+            continue
+        if isinstance(frame, dict):
+            inbox.put(cast(JsonObject, frame))
+    inbox.put(_EOF)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    path = _switch("FAKE_SIGTERM_FILE")
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write("sigterm\n")
+    if _switch("FAKE_TRAP_SIGTERM") is None:
+        _exit_now(0)
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    _exit_now(EXIT_SIGINT)
+
+
+def _spawn_grandchild(pid_file: str) -> None:
+    """Spawn a sleep-forever grandchild on /dev/null and publish its pid atomically."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _GRANDCHILD_SOURCE],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=_switch("FAKE_GRANDCHILD_SETSID") is not None,
+    )
+    _grandchildren.append(child)
+    staging = f"{pid_file}.tmp"
+    with open(staging, "w", encoding="utf-8") as file:
+        file.write(f"{child.pid}\n")
+    os.replace(staging, pid_file)
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _prompt_text(blocks: object) -> str:
+    """Concatenate the text of the prompt's text blocks (quick-start echo)."""
+    if not isinstance(blocks, list):
+        return ""
+    pieces: list[str] = []
+    for block in cast(list[object], blocks):
+        if isinstance(block, dict):
+            typed = cast(JsonObject, block)
+            text = typed.get("text")
+            if typed.get("type") == "text" and isinstance(text, str):
+                pieces.append(text)
+    return "".join(pieces)
+
+
+class _FakeRuntime:
+    """The request loop and its per-process state (the global event ``seq`` counter)."""
+
+    def __init__(self) -> None:
+        self._seq = 0
+        self._probes = 0
+        self._inbox: queue.Queue[JsonObject | _EndOfInput] = queue.Queue()
+        # Requests read while waiting for a probe answer; handled before newer input.
+        self._deferred: deque[JsonObject] = deque()
+
+    # -- input ---------------------------------------------------------------------------------------------------
+
+    def start_reader(self) -> None:
+        threading.Thread(target=_read_stdin, args=(self._inbox,), name="stdin-reader", daemon=True).start()
+
+    def _at_eof(self) -> NoReturn:
+        if _switch("FAKE_IGNORE_EOF") is None:
+            _exit_now(0)
+        while True:  # stay alive; only signals end us now
+            signal.pause()
+
+    def _next_frame(self) -> JsonObject:
+        if self._deferred:
+            return self._deferred.popleft()
+        item = self._inbox.get()
+        if isinstance(item, _EndOfInput):
+            self._at_eof()
+        return item
+
+    def _drain_nowait(self) -> None:
+        """Move pending input to the deferred queue; stdin EOF ends the process even mid-request."""
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _EndOfInput):
+                self._at_eof()
+            else:
+                self._deferred.append(item)
+
+    # -- output --------------------------------------------------------------------------------------------------
+
+    def _write(self, message: Mapping[str, object]) -> None:
+        try:
+            sys.stdout.buffer.write((_dumps({"jsonrpc": "2.0", **message}) + "\n").encode("utf-8"))
+            sys.stdout.buffer.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # the host is gone; stdin EOF (or a signal) ends us
+
+    def _result(self, request_id: object, result: object) -> None:
+        self._write({"id": request_id, "result": result})
+
+    def _error(self, request_id: object, error: Mapping[str, object]) -> None:
+        self._write({"id": request_id, "error": error})
+
+    def _notify(self, method: str, params: Mapping[str, object]) -> None:
+        self._write({"method": method, "params": params})
+
+    def _event(self, sid: str, event_type: str, data: object = _OMIT) -> None:
+        event: JsonObject = {"type": event_type, "seq": self._seq, "time": 0}
+        if data is not _OMIT:
+            event["data"] = data
+        self._seq += 1
+        self._notify("session.event", {"sessionId": sid, "event": event})
+
+    def _status(self, sid: str, status: str) -> None:
+        self._notify("session.status", {"sessionId": sid, "status": status})
+
+    def _chunk(self, sid: str, text: str) -> None:
+        self._event(
+            sid, "assistant/chunk", {"turn": 0, "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": text}}
+        )
+
+    def _message(self, sid: str, content: Sequence[object] | str) -> None:
+        message = {
+            "id": f"fake-assistant-{self._seq}",
+            "role": "assistant",
+            "content": content if isinstance(content, str) else list(content),
+            "source": {"kind": "model", "provider": "fake", "model": "fake"},
+        }
+        self._event(sid, "assistant/message", {"turn": 0, "step": 0, "message": message})
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        while True:
+            frame = self._next_frame()
+            method = frame.get("method")
+            if "id" not in frame or not isinstance(method, str):
+                continue  # notifications and stray responses
+            params = frame.get("params")
+            typed_params = cast(JsonObject, params) if isinstance(params, dict) else {}
+            self._dispatch(frame["id"], method, typed_params)
+
+    def _dispatch(self, request_id: object, method: str, params: JsonObject) -> None:
+        if method == "initialize":
+            self._initialize(request_id, params)
+        elif method == "session/prompt":
+            self._prompt(request_id, params)
+        elif method == "shutdown":
+            self._result(request_id, {})
+            if _switch("FAKE_IGNORE_EOF") is None:
+                _exit_now(0)
+        else:
+            self._error(request_id, {"code": -32603, "message": f"unknown method: {method}"})
+
+    def _initialize(self, request_id: object, params: JsonObject) -> None:
+        record = _switch("FAKE_RECORD_INIT")
+        if record is not None:
+            with open(record, "a", encoding="utf-8") as file:
+                file.write(_dumps(params) + "\n")
+        ready, go = _switch("FAKE_INIT_READY"), _switch("FAKE_INIT_GO")
+        if _switch("FAKE_HANG_INIT") is not None:
+            return
+        if ready is not None and go is not None:
+            with open(ready, "w", encoding="utf-8") as file:
+                file.write("ready\n")
+            while not os.path.exists(go):
+                self._drain_nowait()
+                time.sleep(_GO_POLL_SECONDS)
+            self._result(request_id, self._server_info())
+        elif _switch("FAKE_INIT_ERROR") is not None:
+            self._error(request_id, {"code": 7, "message": "scripted init failure", "data": {"hint": "fake"}})
+        elif _switch("FAKE_MALFORMED") is not None:
+            self._result(request_id, {})
+        else:
+            self._result(request_id, self._server_info())
+
+    def _server_info(self) -> JsonObject:
+        version = os.getcwd() if _switch("FAKE_ECHO_CWD_IN_INIT") is not None else SERVER_VERSION
+        return {"serverInfo": {"name": SERVER_NAME, "version": version}}
+
+    def _prompt(self, request_id: object, params: JsonObject) -> None:
+        raw_sid = params.get("sessionId")
+        sid = raw_sid if isinstance(raw_sid, str) else ""
+        blocks = params.get("contentBlocks")
+        message_id = f"fake-user-{self._seq}"
+        if _switch("FAKE_PRE_RECEIPT_NOISE") is not None:
+            self._status(sid, "idle")
+            self._message(sid, [{"type": "text", "text": "noise"}])
+        inserted: list[JsonObject] = [{"id": message_id, "role": "user", "content": [], "source": {"kind": "user"}}]
+        self._event(sid, "agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": inserted})
+        self._status(sid, "running")
+
+        if _switch("FAKE_PROMPT_ERROR") is not None:
+            failure = "scripted prompt failure /private/path SECRET_TOKEN"
+            self._error(request_id, {"code": -32603, "message": failure})
+        elif _switch("FAKE_STREAM_THEN_MALFORMED") is not None:
+            self._chunk(sid, "streamed then cut short")
+            self._result(request_id, {})
+        elif _switch("FAKE_EXIT_DURING_PROMPT") is not None:
+            partial = _switch("FAKE_TEXT") or "partial before exit"
+            self._result(request_id, {"messageId": message_id})
+            self._chunk(sid, partial)
+            self._message(sid, [{"type": "text", "text": partial}])
+            _exit_now(EXIT_DURING_PROMPT)
+        elif _switch("FAKE_HANG_AFTER_CHUNK") is not None:
+            self._event(sid, "turn/start", {"turn": 0})
+            self._chunk(sid, self._text(blocks))
+            self._result(request_id, {"messageId": message_id})
+        elif _switch("FAKE_HANG_PROMPT") is not None:
+            return
+        elif _switch("FAKE_MALFORMED") is not None or _switch("FAKE_MALFORMED_PROMPT") is not None:
+            self._result(request_id, {})
+        else:
+            self._run_turn(sid, blocks)
+            self._status(sid, "idle")
+            self._result(request_id, {"messageId": message_id})
+
+    def _text(self, blocks: object, probe_line: str | None = None) -> str:
+        """Build the assistant text: the §6 lines when scripted, else the quick-start echo of the prompt."""
+        if not _scripted():
+            return _prompt_text(blocks)
+        lines: list[str] = [] if probe_line is None else [probe_line]
+        if _switch("FAKE_ECHO_CWD") is not None:
+            lines.append(f"cwd={os.getcwd()}")
+        names = [name.strip() for name in (_switch("FAKE_ECHO_ENV") or "").split(",")]
+        lines.extend(f"{name}={os.environ.get(name, '')}" for name in names if name)
+        lines.append(_switch("FAKE_TEXT") or DEFAULT_TEXT)
+        return "\n".join(lines)
+
+    def _probe(self, method: str) -> str:
+        """Send the host a request and wait for its answer; return its error code, or ``ok``."""
+        self._probes += 1
+        probe_id = f"fake-probe-{self._probes}"
+        self._write({"id": probe_id, "method": method, "params": {}})
+        while True:
+            item = self._inbox.get()
+            if isinstance(item, _EndOfInput):
+                self._at_eof()
+            if "method" not in item and item.get("id") == probe_id:
+                error = item.get("error")
+                return _dumps(cast(JsonObject, error).get("code")) if isinstance(error, dict) else "ok"
+            self._deferred.append(item)
+
+    def _run_turn(self, sid: str, blocks: object) -> None:
+        if _switch("FAKE_MALFORMED_EVENT") is not None:
+            self._notify("session.event", {"sessionId": sid, "event": 42})
+            return
+        probe_method = _switch("FAKE_SERVER_REQUEST")
+        probe_line = None if probe_method is None else f"probe {probe_method}: {self._probe(probe_method)}"
+        if _switch("FAKE_UNKNOWN_EVENT") is not None:
+            self._event(sid, "future/event", {"x": 1})
+        if _switch("FAKE_TWO_TURNS") is not None:
+            self._event(sid, "turn/start", {"turn": 0})
+            first_error = {"message": "first turn failed", "code": "UNKNOWN"}
+            self._event(sid, "turn/end", {"turn": 0, "reason": {"kind": "error", "error": first_error}})
+        text = self._text(blocks, probe_line)
+        self._event(sid, "turn/start", {"turn": 0})
+        self._chunk(sid, text)
+        if _switch("FAKE_MALFORMED_CHUNK") is not None:
+            self._event(sid, "assistant/chunk", {"turn": 0, "step": 0})
+            return
+        if _switch("FAKE_MALFORMED_MESSAGE") is not None:
+            self._message(sid, "not-an-array")
+            return
+        if _switch("FAKE_MESSAGE_WITHOUT_DATA") is not None:
+            self._event(sid, "assistant/message")
+            return
+        self._message(sid, [] if _switch("FAKE_EMPTY_MESSAGE") is not None else [{"type": "text", "text": text}])
+        self._turn_end(sid)
+        if _switch("FAKE_SUBAGENT") is not None:
+            self._subagent(sid)
+
+    def _turn_end(self, sid: str) -> None:
+        kind = _switch("FAKE_REASON_KIND") or "completed"
+        if kind == "none":
+            return
+        malformed = _switch("FAKE_MALFORMED_REASON")
+        if malformed == "no-data":
+            self._event(sid, "turn/end")
+            return
+        if malformed == "null-data":
+            self._event(sid, "turn/end", None)
+            return
+        self._event(sid, "turn/end", {"turn": 0, "reason": _reason(kind, malformed)})
+
+    def _subagent(self, sid: str) -> None:
+        child = f"{sid}-child"
+        self._notify("subagent.started", {"parentSessionId": sid, "childSessionId": child})
+        self._message(child, [{"type": "text", "text": "child says hi"}])
+        finished: JsonObject = {
+            "provider": "fake",
+            "agentId": "fake-child-agent",
+            "parentSessionId": sid,
+            "childSessionId": child,
+            "status": "ok",
+            "stopReason": "completed",
+            "lastAssistantMessage": [{"type": "text", "text": "child says hi"}],
+        }
+        self._notify("subagent.finished", finished)
+
+
+def _reason(kind: str, malformed: str | None) -> object:
+    """Pick the ``turn/end`` reason (§6 ``run_turn`` step 10, after the data-less variants)."""
+    if malformed == "aborted":
+        return {"kind": "aborted"}
+    if malformed == "abort-unknown":
+        return {"kind": "aborted", "reason": {"kind": "future"}}
+    if malformed == "hook":
+        return {"kind": "aborted", "reason": {"kind": "hook"}}
+    if malformed is not None:
+        return "not-a-reason-envelope"
+    if kind == "aborted":
+        cause = _switch("FAKE_ABORT_REASON_KIND")
+        if cause == "hook":
+            return {"kind": "aborted", "reason": {"kind": "hook", "reason": "scripted hook abort"}}
+        return {"kind": "aborted", "reason": {"kind": cause or "user"}}
+    if kind == "error":
+        return {"kind": "error", "error": {"message": "scripted child error", "code": "UNKNOWN"}}
+    return {"kind": kind}
+
+
+def main() -> None:
+    """Boot (§6 steps 1-5) and serve until shutdown, stdin EOF or a signal."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, _on_sigint)
+    stderr_line = _switch("FAKE_STDERR")
+    if stderr_line is not None:
+        sys.stderr.write(stderr_line + "\n")
+    stderr_fragment = _switch("FAKE_STDERR_NO_NEWLINE")
+    if stderr_fragment is not None:
+        sys.stderr.write(stderr_fragment)
+    sys.stderr.flush()
+    if _switch("FAKE_EXIT_BEFORE_INIT") is not None:
+        _exit_now(EXIT_BEFORE_INIT)
+    pid_file = _switch("FAKE_GRANDCHILD_PID_FILE")
+    if pid_file is not None:
+        _spawn_grandchild(pid_file)
+    runtime = _FakeRuntime()
+    runtime.start_reader()
+    runtime.serve()
+
+
+if __name__ == "__main__":
+    main()
