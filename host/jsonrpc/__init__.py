@@ -1,0 +1,12 @@
+"""The bidirectional newline-delimited JSON-RPC 2.0 peer shared by the ACP and DSH SDK clients.
+
+It knows nothing of either protocol: ids, the ``-32601`` text and inbound handlers are supplied by the caller. Its
+failures are the ``JsonRpcError`` family of ``host._exceptions`` and are raw, host-only facts.
+"""
+
+from __future__ import annotations
+
+from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId
+from host.jsonrpc._peer import CloseReason, JsonRpcPeer, RequestHandler
+
+__all__ = ["CloseReason", "JsonRpcPeer", "MAX_LINE_BYTES", "RequestHandler", "RequestId"]

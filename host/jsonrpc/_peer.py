@@ -1,0 +1,321 @@
+"""The bidirectional newline-delimited JSON-RPC 2.0 peer, deliberately not ACP- or SDK-aware.
+
+One reader handles every inbound message inline, in arrival order; writes are serialised, one ``send()`` per
+message. Peer input never raises out of ``run()``: garbage is skipped, and EOF, an over-long line or ``close()``
+ends the connection, failing every pending request with ``ConnectionClosedError``. Each inbound request is answered
+at most once (exactly once unless the connection closes while its handler runs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Literal, TypeAlias, cast
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from host._exceptions import ConnectionClosedError, LineTooLongError, PeerWriteError, ResponseError
+from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId, encode_message, parse_line
+from host.jsonrpc._pending import CLOSED, PendingRequests, Settled
+
+__all__ = ["CloseReason", "JsonRpcPeer", "RequestHandler"]
+
+logger = logging.getLogger(__name__)
+
+RequestHandler: TypeAlias = Callable[[dict[str, Any]], Awaitable[object]]
+"""Answers one inbound request: ``params`` in, a JSON-able ``result`` out."""
+
+CloseReason: TypeAlias = Literal["eof", "line-too-long", "closed"]
+
+METHOD_NOT_FOUND_CODE: Final = -32601
+INTERNAL_ERROR_CODE: Final = -32603
+INTERNAL_ERROR_MESSAGE: Final = "Internal error"
+# The SDK's texts for a connection that ended (sdk-provider.md §4.7): by the peer, or by us.
+INPUT_CLOSED_MESSAGE: Final = "JSON-RPC input closed"
+TRANSPORT_CLOSED_MESSAGE: Final = "JSON-RPC transport closed"
+# Default `message` of an `error` member that has none (sdk-provider.md §3.1).
+DEFAULT_ERROR_MESSAGE: Final = "JSON-RPC error"
+
+# Bounds closing our end of the receive stream once the reader is done with it.
+_RECEIVE_CLOSE_TIMEOUT: Final = 1.0
+
+
+def _count_from_zero() -> Callable[[], RequestId]:
+    counter = -1
+
+    def next_id() -> RequestId:
+        nonlocal counter
+        counter += 1
+        return counter
+
+    return next_id
+
+
+def _default_method_not_found(method: str) -> str:
+    return "Method not found"
+
+
+def _response_error(error: object) -> ResponseError:
+    """Map a response's ``error`` member leniently: bad ``code`` → ``None``, bad ``message`` → the default."""
+    if not isinstance(error, dict):
+        return ResponseError(None, DEFAULT_ERROR_MESSAGE)
+    fields = cast("dict[str, object]", error)
+    code = fields.get("code")
+    message = fields.get("message")
+    return ResponseError(
+        code if type(code) is int else None,
+        message if isinstance(message, str) else DEFAULT_ERROR_MESSAGE,
+        fields.get("data"),
+    )
+
+
+def _error_response(request_id: RequestId, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _handler_failure_to_wire(request_id: RequestId, method: str) -> dict[str, Any]:
+    """The one mapping of a failed inbound request to the wire: ``-32603`` with no traceback and no ``data``.
+
+    Must be called from an ``except`` block; the exception goes to the host log only.
+    """
+    logger.exception("handler for inbound JSON-RPC request %r failed", method)
+    return _error_response(request_id, INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE)
+
+
+class JsonRpcPeer:
+    """One JSON-RPC 2.0 connection over a pair of byte streams, in both directions.
+
+    Args:
+        send: where our messages go (the child's stdin).
+        receive: where the peer's messages come from (the child's stdout).
+        request_handlers: inbound methods we answer, by name; any other gets ``-32601``.
+        on_notification: sees every inbound notification, synchronously and inline; its exceptions are logged.
+        next_id: allocates our request ids (default ``0, 1, 2, ...``).
+        method_not_found: the ``-32601`` message for an unknown inbound method.
+        max_line_bytes: the longest inbound line (without ``\\n``); a longer one closes the connection.
+    """
+
+    def __init__(
+        self,
+        *,
+        send: ByteSendStream,
+        receive: ByteReceiveStream,
+        request_handlers: Mapping[str, RequestHandler] | None = None,
+        on_notification: Callable[[str, dict[str, Any]], None] | None = None,
+        next_id: Callable[[], RequestId] | None = None,
+        method_not_found: Callable[[str], str] = _default_method_not_found,
+        max_line_bytes: int = MAX_LINE_BYTES,
+    ) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be positive")
+        self._send = send
+        self._receive = BufferedByteReceiveStream(receive)
+        self._handlers: dict[str, RequestHandler] = dict(request_handlers) if request_handlers else {}
+        self._on_notification = on_notification
+        self._next_id = next_id if next_id is not None else _count_from_zero()
+        self._method_not_found = method_not_found
+        self._max_line_bytes = max_line_bytes
+        self._pending = PendingRequests()
+        self._write_lock = anyio.Lock()
+        self._reader_scope = anyio.CancelScope()
+        self._reader_started = False
+        self._reader_done = anyio.Event()
+        self._closed = False
+        self._close_reason: CloseReason | None = None
+        self._line_too_long: LineTooLongError | None = None
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has ended; requests now fail at once with ``ConnectionClosedError``."""
+        return self._closed
+
+    @property
+    def close_reason(self) -> CloseReason | None:
+        """Why the connection ended (the first reason wins), or ``None`` while it is open."""
+        return self._close_reason
+
+    async def run(self) -> None:
+        """Read and handle inbound messages in arrival order until EOF, an over-long line or ``close()``.
+
+        Raises:
+            RuntimeError: ``run()`` was already called.
+        """
+        if self._reader_started:
+            raise RuntimeError("JsonRpcPeer.run() may only be called once")
+        self._reader_started = True
+        reason: CloseReason = "closed"
+        try:
+            with self._reader_scope:
+                reason = await self._read_until_closed()
+            self._mark_closed(reason)
+            if reason == "line-too-long":
+                # acp-provider.md §6.1: the reader closes its end of the pipe, so a child still writing the
+                # over-long line gets EPIPE instead of blocking forever on a full pipe.
+                with anyio.move_on_after(_RECEIVE_CLOSE_TIMEOUT, shield=True):
+                    await self._receive.aclose()
+        finally:
+            self._mark_closed(reason)
+            self._reader_done.set()
+
+    async def request(self, method: str, params: Mapping[str, object] | None = None) -> object:
+        """Send a request and wait for its response's ``result`` (``None`` when absent).
+
+        Raises:
+            ResponseError: the peer answered with an ``error`` member.
+            ConnectionClosedError: the connection ended before the response (or had already ended).
+            PeerWriteError: the request could not be written.
+        """
+        if self._closed:
+            raise self._closed_error() from self._line_too_long
+        request_id = self._next_id()
+        data = encode_message(_envelope(request_id, method, params))
+        with self._pending.track(request_id) as outcome_stream:
+            await self._write(data)
+            outcome = await outcome_stream.receive()
+        if outcome.error is not None:
+            raise outcome.error
+        if outcome.closed:
+            raise self._closed_error() from self._line_too_long
+        return outcome.result
+
+    async def notify(self, method: str, params: Mapping[str, object] | None = None) -> None:
+        """Send a notification.
+
+        Raises:
+            PeerWriteError: the notification could not be written (best-effort callers catch it).
+        """
+        await self._write(encode_message(_envelope(None, method, params)))
+
+    def close(self) -> None:
+        """Stop reading and fail every pending request with ``ConnectionClosedError``. Idempotent."""
+        self._mark_closed("closed")
+        self._reader_scope.cancel()
+        if not self._reader_started:
+            self._reader_done.set()
+
+    async def wait_closed(self) -> None:
+        """Wait until the reader has ended (or ``close()`` was called before ``run()``)."""
+        await self._reader_done.wait()
+
+    async def _read_until_closed(self) -> CloseReason:
+        receive_until = self._receive.receive_until
+        limit = self._max_line_bytes
+        # receive_until gives up once this many bytes are buffered without a newline: the line is then too long.
+        bound = limit + 1
+        while not self._closed:
+            try:
+                line = await receive_until(b"\n", bound)
+            except anyio.DelimiterNotFound:
+                return self._over_long_line()
+            except anyio.ClosedResourceError:
+                return "closed"
+            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                # IncompleteRead is EOF with or without a final fragment; the fragment is discarded.
+                return "eof"
+            # receive_until returns a line already buffered in full without checking its length.
+            if len(line) > limit:
+                return self._over_long_line()
+            message = parse_line(line)
+            if message is None:
+                continue
+            # Classified inline rather than in per-message tasks: order is part of the contract (a notification
+            # read before a response is handled before that response's waiter runs), and a task per message
+            # would cost the streaming hot path more than the JSON decoding does.
+            method = message.get("method")
+            request_id = message.get("id")
+            if request_id is None:
+                if type(method) is str:
+                    self._deliver_notification(method, message.get("params"))
+                else:
+                    logger.debug("skipping a JSON-RPC message with neither a method nor an id")
+            elif type(request_id) is not int and type(request_id) is not str:
+                logger.debug("skipping a JSON-RPC message whose id is a %s", type(request_id).__name__)
+            elif method is None:
+                self._settle_response(request_id, message)
+            elif type(method) is str:
+                await self._answer(request_id, method, message.get("params"))
+            else:
+                logger.debug("skipping a JSON-RPC message whose method is a %s", type(method).__name__)
+        return "closed"
+
+    def _over_long_line(self) -> CloseReason:
+        self._line_too_long = LineTooLongError(f"a JSON-RPC line exceeded {self._max_line_bytes} bytes")
+        logger.warning("closing the JSON-RPC connection: the peer wrote a line over %d bytes", self._max_line_bytes)
+        return "line-too-long"
+
+    def _deliver_notification(self, method: str, params: object) -> None:
+        callback = self._on_notification
+        if callback is None:
+            return
+        try:
+            callback(method, _params_of(params))
+        except Exception:  # containment boundary: an observer's bug must not stop the reader
+            logger.exception("JSON-RPC notification callback failed for %r", method)
+
+    def _settle_response(self, request_id: RequestId, message: dict[str, Any]) -> None:
+        error = message.get("error")
+        outcome = Settled(result=message.get("result")) if error is None else Settled(error=_response_error(error))
+        if not self._pending.resolve(request_id, outcome):
+            logger.debug("ignoring a JSON-RPC response to unknown request id %.80r", request_id)
+
+    async def _answer(self, request_id: RequestId, method: str, params: object) -> None:
+        # Awaited inline by the reader: answers are immediate policy decisions, and inline handling keeps them
+        # ordered with the notifications around them.
+        handler = self._handlers.get(method)
+        if handler is None:
+            response = _error_response(request_id, METHOD_NOT_FOUND_CODE, self._method_not_found(method))
+        else:
+            try:
+                result = await handler(_params_of(params))
+            except Exception:  # containment boundary: a failing handler becomes one -32603 answer
+                response = _handler_failure_to_wire(request_id, method)
+            else:
+                response = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        try:
+            data = encode_message(response)
+        except (TypeError, ValueError, RecursionError):
+            data = encode_message(_handler_failure_to_wire(request_id, method))
+        try:
+            await self._write(data)
+        except PeerWriteError:
+            logger.debug("could not answer inbound JSON-RPC request %r: the peer stopped reading", method)
+
+    async def _write(self, data: bytes) -> None:
+        # One send() per message under the lock, so concurrent writers never interleave bytes on the wire.
+        async with self._write_lock:
+            try:
+                await self._send.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise PeerWriteError("writing to the JSON-RPC peer failed") from exc
+
+    def _mark_closed(self, reason: CloseReason) -> None:
+        if not self._closed:
+            self._closed = True
+            self._close_reason = reason
+        self._fan_out_closed()
+
+    def _fan_out_closed(self) -> None:
+        # Synchronous and idempotent: once closed no request can register, so later calls find an empty table.
+        self._pending.fail_all(CLOSED)
+
+    def _closed_error(self) -> ConnectionClosedError:
+        if self._close_reason == "closed":
+            return ConnectionClosedError(TRANSPORT_CLOSED_MESSAGE)
+        return ConnectionClosedError(INPUT_CLOSED_MESSAGE)
+
+
+def _params_of(params: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", params) if type(params) is dict else {}
+
+
+def _envelope(request_id: RequestId | None, method: str, params: Mapping[str, object] | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0"}
+    if request_id is not None:
+        message["id"] = request_id
+    message["method"] = method
+    # Never "params": null (acp-provider.md §6.1, sdk-provider.md §3.1).
+    if params is not None:
+        message["params"] = params if isinstance(params, dict) else dict(params)
+    return message
