@@ -1,0 +1,139 @@
+"""The request, run handle and provider contracts every out-of-process provider implements, plus the capability gate.
+
+``check_capabilities`` runs before ``provider.start``: a request needing a capability the provider lacks is rejected
+with ``UnsupportedCapabilityError`` and nothing is spawned. ``SubagentRun.result()`` never raises; ``dispose()`` is
+idempotent with one shared outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Final, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from host._exceptions import UnsupportedCapabilityError
+from host._json import ContentBlock
+from host.cancel import CancelSignal
+from host.diagnostics import SubagentResult
+from host.stream import FrameObserver, ProviderKind, TranscriptEvent
+
+__all__ = [
+    "AgentOptions",
+    "Capabilities",
+    "MAX_TOKENS_LIMIT",
+    "Provider",
+    "SubagentRequest",
+    "SubagentRun",
+    "check_capabilities",
+]
+
+MAX_TOKENS_LIMIT: Final = 2**53 - 1
+"""Largest ``max_tokens`` an ``AgentOptions`` accepts (the largest integer a JSON peer reads exactly)."""
+
+_UNSUPPORTED_AGENT_OPTIONS: Final = 'subagent provider "{name}" does not support the "agent_options" capability'
+
+_NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+
+
+class AgentOptions(BaseModel):
+    """Per-run overrides of the child's route; only providers with the ``agent_options`` capability accept them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: _NonEmptyStr | None = None
+    """The model provider the child should use."""
+    model: _NonEmptyStr | None = None
+    """The model the child should use."""
+    reasoning_effort: _NonEmptyStr | None = None
+    """The child's reasoning effort."""
+    max_tokens: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS_LIMIT)] | None = None
+    """The child's output-token ceiling per step (``bool`` is rejected)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentRequest:
+    """One delegated task.
+
+    ``signal`` is required and caller-owned: it is the provider's only cancellation channel.
+    """
+
+    label: str
+    """A short label for logs and job lists (never sent to the child)."""
+    prompt: list[ContentBlock]
+    """The task. ACP sends only its text blocks; the DSH SDK sends it verbatim."""
+    signal: CancelSignal
+    """The caller-owned cancellation signal."""
+    parent_cwd: str | None = None
+    """The parent session's working directory, if known."""
+    agent_options: AgentOptions | None = None
+    """Per-run route overrides; capability-gated."""
+    on_frame: FrameObserver | None = None
+    """Synchronous observer of the run's live stream and transcript frames."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What optional request fields a provider accepts."""
+
+    agent_options: bool
+
+
+@runtime_checkable
+class SubagentRun(Protocol):
+    """A published run, owned by whoever received it from ``Provider.start``."""
+
+    @property
+    def id(self) -> str:
+        """A fresh ``uuid4`` minted by the host, never the child's own session id."""
+        ...
+
+    @property
+    def transcript(self) -> tuple[TranscriptEvent, ...]:
+        """A snapshot of the run's transcript."""
+        ...
+
+    async def result(self) -> SubagentResult:
+        """Wait for the settled result. Never raises; any number of awaiters."""
+        ...
+
+    async def dispose(self) -> None:
+        """Release the child. Idempotent: every call awaits one shared teardown and sees its outcome.
+
+        Raises:
+            AcpRunFailure | SdkRunFailure: releasing the child failed (safe message, raw error on ``__cause__``).
+        """
+        ...
+
+
+class Provider(Protocol):
+    """A registered out-of-process provider: one fresh child per run."""
+
+    @property
+    def name(self) -> str:
+        """The provider entry name."""
+        ...
+
+    @property
+    def kind(self) -> ProviderKind:
+        """The provider kind."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The optional request fields this provider accepts."""
+        ...
+
+    async def start(self, request: SubagentRequest) -> SubagentRun:
+        """Start a run; returns only once the child is ready, and the caller then owns the run."""
+        ...
+
+
+def check_capabilities(provider: Provider, request: SubagentRequest) -> None:
+    """Reject a request that needs a capability the provider lacks, before anything is spawned.
+
+    Raises:
+        UnsupportedCapabilityError: the request sets ``agent_options`` and the provider does not support them.
+    """
+    if request.agent_options is not None and not provider.capabilities.agent_options:
+        raise UnsupportedCapabilityError(_UNSUPPORTED_AGENT_OPTIONS.format(name=provider.name))

@@ -1,0 +1,185 @@
+"""The per-run transcript and its live, totally ordered frame delivery (stream-and-results.md §11–§12).
+
+``RunJournal`` delivers ``run/start`` first, then each chunk synchronously as the provider's reader hands it over,
+until the run is frozen; ``finish`` then appends and delivers exactly one ``assistant/message`` or
+``assistant/attempt`` and the ``run/end`` event. A raising observer is contained and logged; it never changes the run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+from host.diagnostics import SubagentResult
+from host.stream._assembler import BlockAssembler
+from host.stream._chunks import StreamChunk
+
+__all__ = [
+    "ChunkFrame",
+    "EventFrame",
+    "FrameObserver",
+    "ProviderKind",
+    "RunJournal",
+    "StreamFrame",
+    "TranscriptEvent",
+    "TranscriptEventType",
+]
+
+logger = logging.getLogger(__name__)
+
+ProviderKind: TypeAlias = Literal["acp", "dsh-sdk"]
+TranscriptEventType: TypeAlias = Literal["run/start", "assistant/message", "assistant/attempt", "run/end"]
+
+_OBSERVER_FAILED: Final = "subagent-host: stream observer failed for run %s: %s"
+# Stop reasons whose assembly is a finished message; every other outcome keeps only its stream (an attempt).
+_MESSAGE_STOP_REASONS: Final = frozenset({"completed", "max-tokens", "refusal"})
+
+
+class TranscriptEvent(BaseModel):
+    """One transcript entry; ``seq`` counts from 0 per run. Treat ``data`` as read-only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int
+    type: TranscriptEventType
+    data: dict[str, Any]
+
+
+class ChunkFrame(BaseModel):
+    """A live chunk of one run, delivered while the provider's reader processes the update."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["chunk"] = "chunk"
+    run_id: str
+    chunk: StreamChunk
+
+
+class EventFrame(BaseModel):
+    """A transcript event of one run, delivered as it is appended."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["event"] = "event"
+    run_id: str
+    event: TranscriptEvent
+
+
+StreamFrame: TypeAlias = ChunkFrame | EventFrame
+FrameObserver: TypeAlias = Callable[[StreamFrame], None]
+
+
+class RunJournal:
+    """One published run's transcript, stream assembler and frame delivery.
+
+    Args:
+        run_id: the host-minted run id every frame carries.
+        provider: the provider entry name recorded in ``run/start``.
+        kind: the provider kind recorded in ``run/start``.
+        on_frame: the synchronous, non-blocking observer of the run's frames, if any.
+    """
+
+    def __init__(self, run_id: str, provider: str, kind: ProviderKind, on_frame: FrameObserver | None) -> None:
+        self._run_id = run_id
+        self._provider = provider
+        self._kind: ProviderKind = kind
+        self._on_frame = on_frame
+        self._events: list[TranscriptEvent] = []
+        self._stream: list[StreamChunk] = []
+        self._assembler = BlockAssembler()
+        self._published = False
+        self._frozen = False
+        self._finished = False
+
+    @property
+    def run_id(self) -> str:
+        """The run id every frame carries."""
+        return self._run_id
+
+    @property
+    def frozen(self) -> bool:
+        """Whether the run's outcome is fixed: no chunk is recorded or delivered any more."""
+        return self._frozen
+
+    @property
+    def stream(self) -> tuple[StreamChunk, ...]:
+        """The chunks delivered so far, in order."""
+        return tuple(self._stream)
+
+    @property
+    def assembler(self) -> BlockAssembler:
+        """The assembler fed with exactly the delivered chunks."""
+        return self._assembler
+
+    @property
+    def transcript(self) -> tuple[TranscriptEvent, ...]:
+        """A snapshot of the transcript."""
+        return tuple(self._events)
+
+    def publish(self) -> None:
+        """Append and deliver ``run/start``; idempotent (the first chunk or ``finish`` publishes implicitly)."""
+        if self._published:
+            return
+        self._published = True
+        self._append("run/start", {"run_id": self._run_id, "provider": self._provider, "kind": self._kind})
+
+    def chunk(self, chunk: StreamChunk) -> None:
+        """Feed, record and deliver one chunk synchronously; a no-op once the run is frozen."""
+        if self._frozen:
+            return
+        self.publish()
+        self._assembler.feed(chunk)
+        self._stream.append(chunk)
+        self._deliver(ChunkFrame(run_id=self._run_id, chunk=chunk))
+
+    def freeze(self) -> None:
+        """Fix the stream: later chunks are dropped. Idempotent."""
+        self._frozen = True
+
+    def finish(self, result: SubagentResult, *, locally_cancelled: bool = False) -> None:
+        """Freeze, then append and deliver the run's message or attempt, then ``run/end``. Idempotent.
+
+        Args:
+            result: the settled result (after normalization and the bound); ``run/end`` carries exactly its
+                ``stop_reason`` and diagnostic.
+            locally_cancelled: the outcome was fixed by a local cancel, so the delivered prefix becomes an
+                interrupted message when it holds visible text or reasoning.
+        """
+        self.freeze()
+        if self._finished:
+            return
+        self._finished = True
+        self.publish()
+        stream = list(self._stream)
+        if locally_cancelled:
+            content = self._assembler.interrupted_blocks()
+            if content:
+                self._append("assistant/message", {"content": content, "stream": stream, "interrupted": True})
+            else:
+                self._append("assistant/attempt", {"stream": stream})
+        else:
+            content = self._assembler.blocks(result.stop_reason) if result.stop_reason in _MESSAGE_STOP_REASONS else []
+            if content:
+                self._append("assistant/message", {"content": content, "stream": stream})
+            else:
+                self._append("assistant/attempt", {"stream": stream})
+        end: dict[str, Any] = {"stop_reason": result.stop_reason}
+        if result.diagnostic is not None:
+            end["diagnostic"] = result.diagnostic
+        self._append("run/end", end)
+
+    def _append(self, event_type: TranscriptEventType, data: dict[str, Any]) -> None:
+        event = TranscriptEvent(seq=len(self._events), type=event_type, data=data)
+        self._events.append(event)
+        self._deliver(EventFrame(run_id=self._run_id, event=event))
+
+    def _deliver(self, frame: StreamFrame) -> None:
+        if self._on_frame is None:
+            return
+        try:
+            self._on_frame(frame)
+        except Exception as exc:  # containment boundary: a stream observer never changes the run
+            logger.warning(_OBSERVER_FAILED, self._run_id, exc)
