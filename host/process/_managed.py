@@ -1,0 +1,269 @@
+"""Spawn a managed child in its own session and own its whole process tree until it is proven gone.
+
+Exit is detected by polling ``returncode`` (an inherited pipe held by a grandchild makes an exited child look
+hung if one waits for EOF). Liveness, SIGTERM and SIGKILL cover the child's process group plus a psutil snapshot
+of its descendants. Every wait is bounded by the caller or by ``grace_ms``; nothing here blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process, TaskGroup
+
+from host._exceptions import ProcessTreeSurvivedError
+from host.process._handle import ProcessHandle
+from host.process._outcome import ProcessOutcome
+from host.process._registry import forget_tree, register_tree
+from host.process._stderr import StderrTail, drain_stderr
+from host.process._tree import ProcessTree
+
+__all__ = ["ManagedProcess", "spawn_managed"]
+
+logger = logging.getLogger(__name__)
+
+# Interval between two liveness / returncode polls.
+_POLL_INTERVAL_S: Final = 0.015
+# How long aclose() waits for stderr EOF after the tree is gone, so the tail holds the child's last lines.
+_STDERR_SETTLE_S: Final = 0.1
+
+
+async def _poll_until(condition: Callable[[], bool]) -> None:
+    # Polling is deliberate: no event fires when a reaped leader's descendants die, and waiting for pipe EOF
+    # would hang on a grandchild that inherited stdout.
+    while True:
+        if condition():
+            return
+        await anyio.sleep(_POLL_INTERVAL_S)
+
+
+def _format_ms(ms: float) -> str:
+    return str(int(ms)) if float(ms).is_integer() else str(ms)
+
+
+class ManagedProcess(ProcessHandle):
+    """A child spawned by :func:`spawn_managed`: pipes, exit facts, tree liveness and termination."""
+
+    def __init__(self, process: Process, *, tree: ProcessTree, grace_ms: float, stderr_tail: StderrTail | None) -> None:
+        stdin, stdout = process.stdin, process.stdout
+        assert stdin is not None and stdout is not None
+        self._process = process
+        self._stdin: ByteSendStream = stdin
+        self._stdout: ByteReceiveStream = stdout
+        self._grace_ms = grace_ms
+        self._stderr_tail = stderr_tail
+        self._tree = tree
+        self._outcome: ProcessOutcome | None = None
+        self._tree_gone = False
+        self._terminated: anyio.Event | None = None
+        self._killed_at: float | None = None
+        self._closed = False
+
+    @property
+    def pid(self) -> int:
+        """The direct child's pid, which is also its process group id."""
+        return self._process.pid
+
+    @property
+    def stdin(self) -> ByteSendStream:
+        """The child's stdin pipe."""
+        return self._stdin
+
+    @property
+    def stdout(self) -> ByteReceiveStream:
+        """The child's stdout pipe."""
+        return self._stdout
+
+    @property
+    def grace_ms(self) -> float:
+        """The signal grace: SIGTERM → SIGKILL, and SIGKILL → giving up on the reap."""
+        return self._grace_ms
+
+    @property
+    def outcome(self) -> ProcessOutcome | None:
+        """The direct child's exit facts, once its exit was observed."""
+        if self._outcome is None:
+            returncode = self._process.returncode
+            if returncode is not None:
+                self._outcome = ProcessOutcome.from_returncode(returncode)
+        return self._outcome
+
+    @property
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The newest non-empty stderr lines (host-only); empty unless stderr is captured."""
+        return self._stderr_tail.lines if self._stderr_tail is not None else ()
+
+    def append_stderr_line(self, line: str) -> None:
+        """Append a host-made note to the stderr tail (ignored unless stderr is captured)."""
+        if self._stderr_tail is not None:
+            self._stderr_tail.append(line)
+
+    async def wait_stderr_closed(self) -> None:
+        """Wait until the stderr drain ended (EOF or closed); returns at once unless stderr is captured."""
+        if self._stderr_tail is not None:
+            await self._stderr_tail.closed.wait()
+
+    def quiescent(self) -> bool:
+        """Whether the direct child's exit was observed and the whole tree is gone (non-blocking)."""
+        if self._tree_gone:
+            return True
+        # Until the leader's exit is observed it counts as alive, so the outcome is known once the tree is gone.
+        if self.outcome is None or self._tree.alive(leader_reaped=True):
+            return False
+        self._tree_gone = True
+        forget_tree(self._tree)
+        return True
+
+    def snapshot_descendants(self) -> None:
+        """Add the leader's current descendants to the managed tree (only while the leader is unreaped)."""
+        if self.outcome is None:
+            self._tree.snapshot()
+
+    async def wait_outcome(self) -> ProcessOutcome:
+        """Wait for the direct child's exit (by polling ``returncode``) and return its facts."""
+        await _poll_until(lambda: self.outcome is not None)
+        outcome = self.outcome
+        assert outcome is not None
+        return outcome
+
+    async def wait_exit(self, bound_ms: float) -> bool:
+        """Wait at most ``bound_ms`` for the whole tree to be gone.
+
+        Returns:
+            ``True`` once the tree is gone, ``False`` when the bound expired first.
+        """
+        with anyio.move_on_after(max(bound_ms, 0.0) / 1000):
+            await _poll_until(self.quiescent)
+        return self.quiescent()
+
+    async def close_stdin(self) -> None:
+        """Close the child's stdin (EOF); errors of an already-dead or closed pipe are ignored."""
+        try:
+            await self._stdin.aclose()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            logger.debug("closing stdin of child %d failed", self.pid, exc_info=True)
+
+    async def terminate(self) -> None:
+        """SIGTERM the tree, then SIGKILL whatever is alive ``grace_ms`` later; idempotent.
+
+        A repeated or concurrent call waits for the first one. Nothing is sent once the tree was seen gone.
+        """
+        if self._terminated is not None:
+            await self._terminated.wait()
+            return
+        self._terminated = anyio.Event()
+        try:
+            if self.quiescent():
+                return
+            self.snapshot_descendants()
+            self._tree.send(signal.SIGTERM)
+            try:
+                gone = await self.wait_exit(self._grace_ms)
+            except BaseException:
+                # Cancelled mid-grace: never leave a SIGTERM-deaf tree behind.
+                self._send_kill()
+                raise
+            if not gone:
+                self._send_kill()
+        finally:
+            self._terminated.set()
+
+    def _send_kill(self) -> None:
+        if not self.quiescent():
+            self._tree.send(signal.SIGKILL)
+            self._killed_at = anyio.current_time()
+
+    async def wait_reaped(self) -> None:
+        """Wait for the tree to be gone, at most ``grace_ms`` after the SIGKILL (or from now, if none was sent).
+
+        Raises:
+            ProcessTreeSurvivedError: The tree is still alive when that bound expires.
+        """
+        if self.quiescent():
+            return
+        start = self._killed_at if self._killed_at is not None else anyio.current_time()
+        remaining_ms = (start - anyio.current_time()) * 1000 + self._grace_ms
+        if await self.wait_exit(remaining_ms):
+            return
+        after = "after SIGKILL" if self._killed_at is not None else "without SIGKILL"
+        raise ProcessTreeSurvivedError(
+            f"process tree of pid {self.pid} still alive {_format_ms(self._grace_ms)}ms {after}"
+        )
+
+    async def aclose(self) -> None:
+        """Close the pipes and release the process; idempotent, shielded and bounded.
+
+        The teardown ladder is the graceful path. A tree still alive here is SIGKILLed, because a handle must not
+        outlive its pipes with a live child behind it.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            if not self.quiescent():
+                logger.debug("releasing child %d while its tree is alive; sending SIGKILL", self.pid)
+                self.snapshot_descendants()
+                self._send_kill()
+                await self.wait_exit(self._grace_ms)
+            if self._stderr_tail is not None and self.quiescent():
+                with anyio.move_on_after(_STDERR_SETTLE_S):
+                    await self._stderr_tail.closed.wait()
+            with anyio.move_on_after(self._grace_ms / 1000):
+                await self._process.aclose()
+
+
+async def spawn_managed(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    task_group: TaskGroup,
+    grace_ms: float,
+    capture_stderr: bool = False,
+    stderr_tail_lines: int = 400,
+) -> ManagedProcess:
+    """Spawn ``argv`` as the leader of a new session with stdin/stdout pipes.
+
+    Args:
+        argv: Command and arguments (never run through a shell).
+        cwd: The child's working directory.
+        env: The child's complete environment (see :func:`build_child_env`).
+        task_group: Owns the stderr drain task when ``capture_stderr`` is set.
+        grace_ms: The signal grace of :meth:`ManagedProcess.terminate` and :meth:`ManagedProcess.wait_reaped`.
+        capture_stderr: Pipe stderr into a drained tail instead of inheriting the host's stderr.
+        stderr_tail_lines: How many of the newest non-empty stderr lines the tail keeps.
+
+    Raises:
+        OSError: The child could not be spawned (``FileNotFoundError``, ``PermissionError``, ...), unchanged.
+    """
+    process = await anyio.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if capture_stderr else None,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+    )
+    # No await from here on until the drain task is handed to the task group: a cancellation delivered in the
+    # gap would leak a live child.
+    try:
+        tree = ProcessTree(process.pid)
+        tail = StderrTail(process.pid, stderr_tail_lines) if capture_stderr else None
+        managed = ManagedProcess(process, tree=tree, grace_ms=grace_ms, stderr_tail=tail)
+        if tail is not None:
+            assert process.stderr is not None
+            task_group.start_soon(drain_stderr, process.stderr, tail, name=f"drain stderr of child {process.pid}")
+        register_tree(tree)
+    except BaseException:
+        # Never hand back an exception with a live, unowned child behind it.
+        process.kill()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(grace_ms / 1000):
+            await process.aclose()
+        raise
+    return managed

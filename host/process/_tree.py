@@ -1,0 +1,111 @@
+"""The managed process tree: the leader's process group plus a psutil snapshot of its descendants.
+
+The snapshot covers descendants that ``setsid()``-ed out of the group; psutil guards against pid reuse when a
+member is signalled later. Every call here is synchronous and non-blocking (no psutil waits).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import signal
+
+import psutil
+
+__all__ = ["ProcessTree"]
+
+logger = logging.getLogger(__name__)
+
+
+def _member_alive(member: psutil.Process) -> bool:
+    try:
+        return member.is_running() and member.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def _group_has_live_member(pgid: int) -> bool:
+    """Whether the group holds a process that is not a zombie (only asked once the leader was reaped)."""
+    for pid in psutil.pids():
+        try:
+            if os.getpgid(pid) != pgid:
+                continue
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            continue
+        except (PermissionError, psutil.AccessDenied):
+            return True
+    return False
+
+
+class ProcessTree:
+    """The group ``pgid`` (the leader's pid) plus every snapshot member, for liveness checks and signals."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self._members: dict[int, psutil.Process] = {}
+        try:
+            self._leader: psutil.Process | None = psutil.Process(pgid)
+        except psutil.Error:
+            self._leader = None
+
+    def snapshot(self) -> None:
+        """Add the leader's current descendants to the tree; call only while the leader is unreaped."""
+        if self._leader is None:
+            return
+        try:
+            children = self._leader.children(recursive=True)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        for child in children:
+            self._members.setdefault(child.pid, child)
+
+    def alive(self, *, leader_reaped: bool) -> bool:
+        """Whether any process of the tree may still run.
+
+        Args:
+            leader_reaped: The leader's exit was observed; from then on a group of only zombies counts as gone.
+        """
+        if self._group_alive() and (not leader_reaped or _group_has_live_member(self.pgid)):
+            return True
+        return any(_member_alive(member) for member in self._members.values())
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            # EPERM: some member exists that we may not signal; only ESRCH proves absence.
+            return True
+        except OSError as exc:
+            return exc.errno != errno.ESRCH
+        return True
+
+    def send(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the group and to each live snapshot member; vanished targets are ignored."""
+        try:
+            os.killpg(self.pgid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            logger.debug("not permitted to signal process group %d", self.pgid)
+        for member in self._members.values():
+            try:
+                if member.is_running():
+                    member.send_signal(sig)
+            except psutil.NoSuchProcess:
+                continue
+            except psutil.AccessDenied:
+                logger.debug("not permitted to signal process %d", member.pid)
+
+    def kill_now(self) -> None:
+        """SIGKILL the tree synchronously, ignoring every error (used by ``atexit`` and emergency paths)."""
+        try:
+            self.send(signal.SIGKILL)
+        except Exception:  # containment: the last-resort kill must never raise (atexit, cancelled cleanup)
+            logger.debug("SIGKILL of process group %d failed", self.pgid, exc_info=True)

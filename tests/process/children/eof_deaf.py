@@ -1,0 +1,6 @@
+"""Ignores stdin EOF and runs until a signal ends it (default SIGTERM disposition)."""
+
+import time
+
+while True:
+    time.sleep(60)

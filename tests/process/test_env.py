@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import pytest
+
+from host.process import ProcessOutcome, build_child_env, scrub_environment
+
+
+def test_scrub_drops_credential_shaped_names_case_insensitively_by_substring() -> None:
+    ambient = {
+        "MONKEY": "1",
+        "my_token": "2",
+        "Db_Password": "3",
+        "AWS_SECRET_ACCESS_KEY": "4",
+        "apikey": "5",
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "HTTPS_PROXY": "http://proxy:3128",
+    }
+    assert scrub_environment(ambient) == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "HTTPS_PROXY": "http://proxy:3128",
+    }
+
+
+def test_scrub_drops_names_starting_with_dsh_in_any_case_but_keeps_dsh_elsewhere() -> None:
+    ambient = {"dsh_x": "1", "DSH_ACP_TEST_FACT": "2", "Dsh_Mode": "3", "X_DSH_Y": "4", "DSHX": "5"}
+    assert scrub_environment(ambient) == {"X_DSH_Y": "4", "DSHX": "5"}
+
+
+def test_explicit_entries_win_even_for_credential_shaped_and_dsh_names() -> None:
+    ambient = {"PATH": "/usr/bin", "DEEPSEEK_API_KEY": "ambient", "DSH_FACT": "ambient", "HOME": "/home/u"}
+    explicit = {"DEEPSEEK_API_KEY": "explicit", "DSH_FACT": "managed", "HOME": "/elsewhere"}
+    assert build_child_env(explicit, ambient) == {
+        "PATH": "/usr/bin",
+        "DEEPSEEK_API_KEY": "explicit",
+        "DSH_FACT": "managed",
+        "HOME": "/elsewhere",
+    }
+
+
+def test_child_env_defaults_to_the_scrubbed_host_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACP_TEST_AMBIENT_SECRET_TOKEN", "leak-me")
+    monkeypatch.setenv("PROCESS_TEST_PLAIN", "kept")
+    env = build_child_env({"FORWARDED": "yes"})
+    assert "ACP_TEST_AMBIENT_SECRET_TOKEN" not in env
+    assert env["PROCESS_TEST_PLAIN"] == "kept"
+    assert env["FORWARDED"] == "yes"
+
+
+def test_an_empty_ambient_mapping_is_used_as_is_not_replaced_by_the_host_environment() -> None:
+    assert build_child_env({"A": "1"}, {}) == {"A": "1"}
+
+
+@pytest.mark.parametrize(
+    ("returncode", "expected"),
+    [
+        (0, ProcessOutcome(exit_code=0, signal=None)),
+        (3, ProcessOutcome(exit_code=3, signal=None)),
+        (-15, ProcessOutcome(exit_code=None, signal="SIGTERM")),
+        (-9, ProcessOutcome(exit_code=None, signal="SIGKILL")),
+    ],
+)
+def test_outcome_is_an_exit_code_or_a_signal_name(returncode: int, expected: ProcessOutcome) -> None:
+    assert ProcessOutcome.from_returncode(returncode) == expected
