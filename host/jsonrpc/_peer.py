@@ -18,7 +18,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from host._exceptions import ConnectionClosedError, LineTooLongError, PeerWriteError, ResponseError
 from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId, encode_message, parse_line
-from host.jsonrpc._pending import CLOSED, PendingRequests, Settled
+from host.jsonrpc._pending import CLOSED, PendingRequests, ResponseHook, Settled
 
 __all__ = ["CloseReason", "JsonRpcPeer", "RequestHandler"]
 
@@ -159,8 +159,14 @@ class JsonRpcPeer:
             self._mark_closed(reason)
             self._reader_done.set()
 
-    async def request(self, method: str, params: Mapping[str, object] | None = None) -> object:
+    async def request(
+        self, method: str, params: Mapping[str, object] | None = None, *, on_response: ResponseHook | None = None
+    ) -> object:
         """Send a request and wait for its response's ``result`` (``None`` when absent).
+
+        ``on_response`` runs synchronously in the reader with the ``result`` (or the ``ResponseError``) while the
+        response is processed, before any later line is read: the place to freeze state that later messages must
+        not change (acp-provider.md §7). It is not called when the connection closes first.
 
         Raises:
             ResponseError: the peer answered with an ``error`` member.
@@ -171,7 +177,7 @@ class JsonRpcPeer:
             raise self._closed_error() from self._line_too_long
         request_id = self._next_id()
         data = encode_message(_envelope(request_id, method, params))
-        with self._pending.track(request_id) as outcome_stream:
+        with self._pending.track(request_id, on_response) as outcome_stream:
             await self._write(data)
             outcome = await outcome_stream.receive()
         if outcome.error is not None:

@@ -7,7 +7,8 @@ nothing behind. ``fail_all`` wakes every waiter synchronously.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import logging
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -17,7 +18,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from host._exceptions import ResponseError
 from host.jsonrpc._framing import RequestId
 
-__all__ = ["CLOSED", "PendingRequests", "Settled"]
+__all__ = ["CLOSED", "PendingRequests", "ResponseHook", "Settled"]
+
+logger = logging.getLogger(__name__)
+
+ResponseHook = Callable[[object], None]
+"""Called synchronously by the reader with a response's ``result`` (or its ``ResponseError``) before the waiter
+wakes and before the next line is read: what a caller must fix at the instant its response is processed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +46,22 @@ CLOSED: Settled = Settled(closed=True)
 class PendingRequests:
     """The table of our requests awaiting a response, keyed by request id."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_hooks")
 
     def __init__(self) -> None:
         self._entries: dict[RequestId, MemoryObjectSendStream[Settled]] = {}
+        self._hooks: dict[RequestId, ResponseHook] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
 
     @contextmanager
-    def track(self, request_id: RequestId) -> Generator[MemoryObjectReceiveStream[Settled]]:
+    def track(
+        self, request_id: RequestId, on_response: ResponseHook | None = None
+    ) -> Generator[MemoryObjectReceiveStream[Settled]]:
         """Register ``request_id`` for the block's duration and yield the stream its outcome arrives on.
+
+        ``on_response``, if given, runs inside :meth:`resolve` (never for a closed connection).
 
         Raises:
             RuntimeError: the id is already pending (the id allocator repeated itself).
@@ -59,18 +71,27 @@ class PendingRequests:
         send, receive = anyio.create_memory_object_stream[Settled](1)
         with send, receive:
             self._entries[request_id] = send
+            if on_response is not None:
+                self._hooks[request_id] = on_response
             try:
                 yield receive
             finally:
                 # Only our own entry: a resolved one was already popped, and the id may not be reused meanwhile.
                 if self._entries.get(request_id) is send:
                     del self._entries[request_id]
+                    self._hooks.pop(request_id, None)
 
     def resolve(self, request_id: RequestId, outcome: Settled) -> bool:
         """Deliver ``outcome`` to the request ``request_id``; ``False`` when no such request is pending."""
         send = self._entries.pop(request_id, None)
         if send is None:
             return False
+        hook = self._hooks.pop(request_id, None)
+        if hook is not None:
+            try:
+                hook(outcome.error if outcome.error is not None else outcome.result)
+            except Exception:  # containment boundary: a caller's hook must not stop the reader
+                logger.exception("JSON-RPC response hook failed for request %.80r", request_id)
         _deliver(send, outcome)
         return True
 
@@ -78,6 +99,7 @@ class PendingRequests:
         """Deliver ``outcome`` to every pending request and forget them all."""
         entries = list(self._entries.values())
         self._entries.clear()
+        self._hooks.clear()
         for send in entries:
             _deliver(send, outcome)
 

@@ -660,3 +660,53 @@ async def test_close_before_run_makes_run_return_at_once() -> None:
 
 def test_the_default_line_bound_is_32_mib() -> None:
     assert MAX_LINE_BYTES == 32 * 1024 * 1024
+
+
+@pytest.mark.anyio
+async def test_the_response_hook_runs_inline_before_any_later_line_is_handled() -> None:
+    events: list[str] = []
+
+    async with open_wire(on_notification=lambda method, params: events.append(f"notification {method}")) as wire:
+        result: list[object] = []
+
+        async def call() -> None:
+            result.append(await wire.peer.request("prompt", on_response=lambda value: events.append(f"hook {value}")))
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                sent = await wire.remote.read_message()
+                # The response and a late notification arrive in one read: the hook must see the response first.
+                await wire.remote.write(_response(sent["id"], "done") + _notification("late", {}))
+                await wire.remote.write(_notification("later", {}))
+
+    assert events == ["hook done", "notification late", "notification later"]
+    assert result == ["done"]
+
+
+@pytest.mark.anyio
+async def test_the_response_hook_receives_the_error_and_a_raising_hook_is_contained(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[object] = []
+
+    def hook(value: object) -> None:
+        seen.append(value)
+        raise RuntimeError("hook bug")
+
+    async with open_wire() as wire:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    with pytest.raises(ResponseError):
+                        await wire.peer.request("prompt", on_response=hook)
+
+                tg.start_soon(call)
+                sent = await wire.remote.read_message()
+                await wire.remote.write(
+                    _line({"jsonrpc": "2.0", "id": sent["id"], "error": {"code": 1, "message": "x"}})
+                )
+
+    assert len(seen) == 1 and isinstance(seen[0], ResponseError)
+    assert "JSON-RPC response hook failed" in caplog.text

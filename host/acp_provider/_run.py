@@ -1,0 +1,536 @@
+"""One ACP run: spawn → ``initialize`` → ``session/new`` → publish → ``session/prompt`` → settle → dispose.
+
+``start_acp_run`` returns only a published run; any startup failure or cancellation rolls the private child back
+through the shared, shielded and bounded teardown ladder before raising a safe error. A published run's
+``result()`` never raises and its ``dispose()`` runs the ladder once, with one shared outcome. Every
+model-visible text comes from closed facts; raw errors go to the error sink and ``__cause__`` only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from host._exceptions import (
+    AcpConnectionClosed,
+    AcpResponseError,
+    AcpRunFailure,
+    AggregateError,
+    StartAbortedError,
+    SubagentHostError,
+)
+from host._json import ContentBlock
+from host._run import SubagentRequest, SubagentRun
+from host.acp_provider._connection import AcpConnection
+from host.acp_provider._wire import (
+    AUTH_REQUIRED_CODE,
+    cancelled_answer,
+    choose_permission,
+    map_stop_reason,
+    prompt_text_blocks,
+    session_id_of,
+)
+from host.cancel import CancelSignal
+from host.diagnostics import (
+    AcpFailureFacts,
+    AcpStage,
+    ErrorSink,
+    PermissionDecision,
+    PermissionPolicy,
+    SubagentResult,
+    acp_diagnostic,
+    acp_run_failure,
+    call_error_sink,
+    settle_run_result,
+)
+from host.process import ProcessHandle, ProcessOutcome, build_child_env, run_teardown_ladder, spawn_managed
+from host.stream import AcpChunkMapper, RunJournal, TextDelta, TranscriptEvent
+
+__all__ = [
+    "NO_SESSION_ID_MESSAGE",
+    "START_ABORTED_MESSAGE",
+    "TEARDOWN_AGGREGATE_MESSAGE",
+    "AcpRun",
+    "AcpRunSpec",
+    "SpawnFn",
+    "start_acp_run",
+]
+
+logger = logging.getLogger(__name__)
+
+START_ABORTED_MESSAGE: Final = "subagent request was aborted before the ACP child started"
+"""``StartAbortedError`` text: pre-aborted, or cancelled during startup (no ``subagent-acp:`` prefix)."""
+NO_SESSION_ID_MESSAGE: Final = "ACP child published without a session id"
+"""Raw cause of the ``new-session; protocol`` failure (host-only)."""
+TEARDOWN_AGGREGATE_MESSAGE: Final = "ACP subprocess teardown failed"
+"""Message of the ladder's ``AggregateError`` when several rungs failed (raw, host-only)."""
+
+# Bounds how long a cancelling dispose() lets the run task write `session/cancel` before stdin closes.
+_CANCEL_WRITE_TIMEOUT_S: Final = 1.0
+# Bounds waiting for the reader task to stop after the ladder closed the pipes.
+_READER_STOP_TIMEOUT_S: Final = 1.0
+
+
+class SpawnFn(Protocol):
+    """The seam that creates the managed child (``spawn_managed`` or a test decorator around it)."""
+
+    async def __call__(
+        self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
+    ) -> ProcessHandle: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcpRunSpec:
+    """Everything one run needs, already resolved: an absolute cwd and ``${NAME}``-expanded explicit env."""
+
+    command: str
+    """``argv[0]``; a name without ``/`` is looked up on the child environment's ``PATH``."""
+    args: tuple[str, ...] = ()
+    """``argv[1:]``."""
+    cwd: str
+    """Absolute: the child's cwd and the ``session/new`` ``cwd``."""
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Explicit child variables, merged over the scrubbed ambient environment."""
+    permission: PermissionPolicy = "reject"
+    """The unattended permission policy."""
+    dispose_eof_grace_ms: float = 6000.0
+    """Ladder: how long the child may take to exit after stdin EOF."""
+    dispose_grace_ms: float = 3000.0
+    """Ladder SIGTERM→SIGKILL grace and reap bound; also bounds observing exit facts (``ceil`` ms)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _StartupFailure:
+    """A failed handshake request: its stage, the raw error, and facts when they need no exit observation."""
+
+    stage: AcpStage
+    raw: BaseException
+    facts: AcpFailureFacts | None = None
+
+
+def _exit_facts(stage: AcpStage, outcome: ProcessOutcome) -> AcpFailureFacts:
+    return AcpFailureFacts(stage, "process-exit", exit_code=outcome.exit_code, signal=outcome.signal)
+
+
+def _is_auth_required(raw: BaseException) -> bool:
+    return isinstance(raw, AcpResponseError) and type(raw.code) is int and raw.code == AUTH_REQUIRED_CODE
+
+
+def _noop() -> None:
+    pass
+
+
+class AcpRun(SubagentRun):
+    """The state of one run: its child, connection, output fold, stream journal, decision and settlement."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        request: SubagentRequest,
+        spec: AcpRunSpec,
+        handle: ProcessHandle,
+        task_group: TaskGroup,
+        on_error: ErrorSink | None,
+        provider_name: str,
+    ) -> None:
+        self._id = run_id
+        self._signal: CancelSignal = request.signal
+        self._spec = spec
+        self._handle = handle
+        self._task_group = task_group
+        self._on_error = on_error
+        self._prompt_blocks = prompt_text_blocks(request.prompt)
+        self._journal = RunJournal(run_id, provider_name, "acp", request.on_frame)
+        self._mapper = AcpChunkMapper()
+        self._texts: list[str] = []
+        self._output: list[ContentBlock] | None = None
+        self._decision: PermissionDecision | None = None
+        self._failure_facts: AcpFailureFacts | None = None
+        self._session_id: str | None = None
+        self._published = False
+        self._cancelled = False
+        self._startup_scope: anyio.CancelScope | None = None
+        self._attempt_scope: anyio.CancelScope | None = None
+        self._prompt_outstanding = False
+        self._session_cancel_due = False
+        self._result: SubagentResult | None = None
+        self._settled = anyio.Event()
+        self._prompt_task_done = anyio.Event()
+        self._reader_done = anyio.Event()
+        self._remove_listener: Callable[[], None] = _noop
+        self._teardown_done: anyio.Event | None = None
+        self._teardown_error: Exception | None = None
+        self._dispose_done: anyio.Event | None = None
+        self._dispose_error: AcpRunFailure | None = None
+        self._conn = AcpConnection(
+            send=handle.stdin, receive=handle.stdout, on_update=self._on_update, on_permission=self._decide_permission
+        )
+
+    # -- SubagentRun -------------------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The host-minted run id (never the child's ``sessionId``)."""
+        return self._id
+
+    @property
+    def transcript(self) -> tuple[TranscriptEvent, ...]:
+        """A snapshot of the run's transcript."""
+        return self._journal.transcript
+
+    @property
+    def disposed(self) -> bool:
+        """Whether ``dispose()`` has completed."""
+        return self._dispose_done is not None and self._dispose_done.is_set()
+
+    async def result(self) -> SubagentResult:
+        """Wait for the settled result; never raises."""
+        await self._settled.wait()
+        assert self._result is not None
+        return self._result
+
+    async def dispose(self) -> None:
+        """Cancel locally, then run the teardown ladder once; every call sees the same outcome.
+
+        Raises:
+            AcpRunFailure: the ladder failed (``stage: teardown``); the raw error is its ``__cause__``.
+        """
+        if self._dispose_done is None:
+            self._dispose_done = anyio.Event()
+            try:
+                with anyio.CancelScope(shield=True):
+                    self._dispose_error = await self._dispose_once()
+            finally:
+                self._dispose_done.set()
+        else:
+            await self._dispose_done.wait()
+        if self._dispose_error is not None:
+            raise self._dispose_error
+
+    # -- startup -----------------------------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """Start the single ordered reader; synchronous, so the child is owned without an await in between."""
+        self._task_group.start_soon(self._read, name=f"ACP reader of run {self._id}")
+
+    async def start_up(self) -> None:
+        """Race the handshake against local cancel; publish, or roll back and raise (acp-provider.md §5)."""
+        self._remove_listener = self._signal.add_listener(self._on_cancel)
+        if self._signal.cancelled:  # the signal may have fired during spawn, before the listener existed
+            self._on_cancel(self._signal)
+        failure: _StartupFailure | None = None
+        with anyio.CancelScope() as scope:
+            self._startup_scope = scope
+            if self._cancelled:
+                scope.cancel()
+            failure = await self._handshake()
+        self._startup_scope = None
+        cancelled = self._signal.cancelled or self._cancelled
+        if failure is None and not cancelled:
+            self._publish()
+            return
+        self._remove_listener_once()
+        if cancelled:
+            teardown_error = await self._shared_teardown()
+            if teardown_error is None:
+                raise StartAbortedError(START_ABORTED_MESSAGE)
+            raise AggregateError([self._teardown_failure(teardown_error)])
+        assert failure is not None
+        facts = failure.facts
+        if facts is None:
+            outcome: ProcessOutcome | None = None
+            with anyio.CancelScope(shield=True):
+                outcome = await self._observe_outcome()
+            facts = (
+                _exit_facts(failure.stage, outcome)
+                if outcome is not None
+                else AcpFailureFacts(failure.stage, "transport")
+            )
+        call_error_sink(self._on_error, failure.raw)
+        teardown_error = await self._shared_teardown()
+        startup_failure = acp_run_failure(facts, failure.raw)
+        if teardown_error is None:
+            raise startup_failure
+        raise AggregateError([startup_failure, self._teardown_failure(teardown_error)])
+
+    async def roll_back_interrupted_start(self) -> None:
+        """Tear the private child down after ``start_up`` was interrupted by the caller's own cancellation."""
+        self._remove_listener_once()
+        with anyio.CancelScope(shield=True):
+            await self._shared_teardown()
+
+    async def _handshake(self) -> _StartupFailure | None:
+        try:
+            await self._conn.initialize()
+        except (AcpConnectionClosed, AcpResponseError) as raw:
+            return self._startup_failure("initialize", raw)
+        try:
+            created = await self._conn.new_session(self._spec.cwd)
+        except (AcpConnectionClosed, AcpResponseError) as raw:
+            return self._startup_failure("new-session", raw)
+        session_id = session_id_of(created)
+        if session_id is None:
+            return _StartupFailure(
+                "new-session", SubagentHostError(NO_SESSION_ID_MESSAGE), AcpFailureFacts("new-session", "protocol")
+            )
+        self._session_id = session_id
+        return None
+
+    @staticmethod
+    def _startup_failure(stage: AcpStage, raw: BaseException) -> _StartupFailure:
+        if _is_auth_required(raw):
+            return _StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required"))
+        return _StartupFailure(stage, raw)
+
+    def _publish(self) -> None:
+        self._published = True
+        self._journal.publish()
+        self._task_group.start_soon(self._drive_prompt, name=f"ACP prompt of run {self._id}")
+
+    # -- the published attempt ---------------------------------------------------------------------------------
+
+    async def _drive_prompt(self) -> None:
+        try:
+            result = await settle_run_result(
+                self._attempt,
+                collect_output=self._collect_output,
+                collect_diagnostic=self._failure_diagnostic,
+                cancelled=lambda: self._cancelled,
+                on_error=self._on_error,
+                remove_listener=self._remove_listener_once,
+            )
+            self._settle(result, locally_cancelled=self._cancelled)
+            if self._session_cancel_due and self._session_id is not None:
+                self._session_cancel_due = False
+                with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT_S):
+                    await self._conn.cancel(self._session_id)
+        finally:
+            # Only reached unsettled when the host's task group itself is being cancelled.
+            self._settle(SubagentResult(output=self._collect_output(), stop_reason="aborted"), locally_cancelled=True)
+            self._prompt_task_done.set()
+
+    async def _attempt(self) -> SubagentResult:
+        session_id = self._session_id
+        assert session_id is not None
+        with anyio.CancelScope() as scope:
+            self._attempt_scope = scope
+            if self._cancelled:
+                scope.cancel()
+            self._prompt_outstanding = True
+            try:
+                response = await self._conn.prompt(
+                    session_id, self._prompt_blocks, on_response=self._freeze_on_response
+                )
+            except (AcpConnectionClosed, AcpResponseError) as raw:
+                self._prompt_outstanding = False
+                self._freeze()
+                self._failure_facts = await self._classify_prompt_failure(raw)
+                raise
+            finally:
+                self._prompt_outstanding = False
+                self._attempt_scope = None
+            return self._result_of(response)
+        # Local cancel: settlement turns this placeholder into `aborted` with the partial output.
+        return SubagentResult(output=[], stop_reason="aborted")
+
+    def _result_of(self, response: object) -> SubagentResult:
+        stop_reason, fact = map_stop_reason(response)
+        facts: AcpFailureFacts | None = None
+        if stop_reason == "error":
+            category: Literal["remote-limit", "unknown"] = "remote-limit" if fact == "max_turn_requests" else "unknown"
+            facts = AcpFailureFacts("prompt", category, stop_reason=fact)
+        diagnostic = None if stop_reason == "completed" else acp_diagnostic(facts, self._decision)
+        return SubagentResult(output=self._collect_output(), stop_reason=stop_reason, diagnostic=diagnostic)
+
+    async def _classify_prompt_failure(self, raw: BaseException) -> AcpFailureFacts:
+        if _is_auth_required(raw):
+            return AcpFailureFacts("prompt", "auth-required")
+        # Interruptible by local cancel: this runs inside the attempt's scope.
+        outcome = await self._observe_outcome()
+        return _exit_facts("process", outcome) if outcome is not None else AcpFailureFacts("prompt", "transport")
+
+    def _failure_diagnostic(self) -> str | None:
+        return acp_diagnostic(self._failure_facts, self._decision) if self._failure_facts is not None else None
+
+    async def _observe_outcome(self) -> ProcessOutcome | None:
+        outcome = self._handle.outcome
+        if outcome is None:
+            with anyio.move_on_after(math.ceil(self._spec.dispose_grace_ms) / 1000):
+                outcome = await self._handle.wait_outcome()
+        return outcome
+
+    # -- inline callbacks (reader and cancel listener) --------------------------------------------------------
+
+    def _on_update(self, update: Mapping[str, object]) -> None:
+        if not self._published or self._journal.frozen:
+            return
+        for chunk in self._mapper.map_update(update):
+            # A text delta is exactly a non-empty `agent_message_chunk` text (stream-and-results.md §9.1): the fold.
+            if type(chunk) is TextDelta:
+                self._texts.append(chunk.text)
+            self._journal.chunk(chunk)
+
+    def _decide_permission(self, params: Mapping[str, object]) -> dict[str, object]:
+        if self._cancelled:
+            return cancelled_answer()  # ACP: a client that cancelled answers `cancelled` and records nothing
+        choice = choose_permission(self._spec.permission, params)
+        if not self._journal.frozen:
+            self._decision = choice.decision
+        return choice.answer
+
+    def _on_cancel(self, signal: CancelSignal) -> None:
+        self._local_cancel()
+
+    def _local_cancel(self) -> None:
+        if self._cancelled:
+            return
+        self._cancelled = True
+        if self._startup_scope is not None:
+            self._startup_scope.cancel()
+        if not self._published:
+            return
+        if self._prompt_outstanding:
+            self._session_cancel_due = True
+        self._settle(SubagentResult(output=self._collect_output(), stop_reason="aborted"), locally_cancelled=True)
+        if self._attempt_scope is not None:
+            self._attempt_scope.cancel()
+
+    def _freeze_on_response(self, response: object) -> None:
+        # Inline in the reader while it processes the prompt response: later lines can no longer reach the run.
+        self._freeze()
+
+    def _freeze(self) -> None:
+        if self._output is None:
+            joined = "".join(self._texts)
+            self._output = [{"type": "text", "text": joined}] if joined else []
+        self._journal.freeze()
+
+    def _collect_output(self) -> list[ContentBlock]:
+        self._freeze()
+        assert self._output is not None
+        return [dict(block) for block in self._output]
+
+    def _settle(self, result: SubagentResult, *, locally_cancelled: bool) -> None:
+        if self._result is not None:
+            return
+        self._freeze()
+        self._result = result
+        self._journal.finish(result, locally_cancelled=locally_cancelled)
+        self._settled.set()
+
+    def _remove_listener_once(self) -> None:
+        remove, self._remove_listener = self._remove_listener, _noop
+        remove()
+
+    # -- reader and teardown -----------------------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        try:
+            await self._conn.run()
+        except Exception:  # containment boundary: the reader must never crash the host's task group
+            logger.debug("ACP reader of run %s failed", self._id, exc_info=True)
+        finally:
+            self._reader_done.set()
+
+    async def _dispose_once(self) -> AcpRunFailure | None:
+        self._remove_listener_once()
+        self._local_cancel()
+        if self._published:
+            # Let the run task write `session/cancel` before the ladder closes stdin (bounded).
+            with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT_S):
+                await self._prompt_task_done.wait()
+        teardown_error = await self._shared_teardown()
+        return self._teardown_failure(teardown_error) if teardown_error is not None else None
+
+    async def _shared_teardown(self) -> Exception | None:
+        """Run the ladder once per child (rollback and dispose share it); return its raw error, if any."""
+        if self._teardown_done is None:
+            self._teardown_done = anyio.Event()
+            with anyio.CancelScope(shield=True):
+                try:
+                    await run_teardown_ladder(
+                        self._handle,
+                        eof_grace_ms=self._spec.dispose_eof_grace_ms,
+                        aggregate_message=TEARDOWN_AGGREGATE_MESSAGE,
+                    )
+                except Exception as exc:
+                    self._teardown_error = exc
+                finally:
+                    self._conn.close()
+                    with anyio.move_on_after(_READER_STOP_TIMEOUT_S):
+                        await self._reader_done.wait()
+                    self._teardown_done.set()
+        else:
+            await self._teardown_done.wait()
+        return self._teardown_error
+
+    def _teardown_failure(self, raw: Exception) -> AcpRunFailure:
+        """Report a ladder failure to the sink and build its safe form (acp-provider.md §9.5)."""
+        call_error_sink(self._on_error, raw)
+        outcome = self._handle.outcome
+        facts = _exit_facts("teardown", outcome) if outcome is not None else AcpFailureFacts("teardown", "unknown")
+        return acp_run_failure(facts, raw)
+
+
+async def start_acp_run(
+    request: SubagentRequest,
+    spec: AcpRunSpec,
+    *,
+    task_group: TaskGroup,
+    on_error: ErrorSink | None = None,
+    spawn: SpawnFn = spawn_managed,
+    provider_name: str = "acp",
+) -> SubagentRun:
+    """Start one run from a resolved spec; return it once ``session/new`` succeeded (the ownership transfer).
+
+    Args:
+        request: the task; ``request.signal`` is the run's only cancellation channel.
+        spec: the resolved command, cwd, env, policy and graces.
+        task_group: owns the reader and prompt tasks (the host's group).
+        on_error: the error sink; receives each raw failure once.
+        spawn: creates the managed child (a test seam).
+        provider_name: recorded in the transcript's ``run/start``.
+
+    Raises:
+        StartAbortedError: the signal fired before or during startup (the child, if any, was rolled back).
+        AcpRunFailure: spawn or handshake failed (safe message; raw error on ``__cause__``).
+        AggregateError: a startup failure or cancellation, and the rollback ladder failed too.
+    """
+    if request.signal.cancelled:
+        raise StartAbortedError(START_ABORTED_MESSAGE)
+    run_id = str(uuid.uuid4())
+    try:
+        handle = await spawn(
+            [spec.command, *spec.args],
+            cwd=spec.cwd,
+            env=build_child_env(spec.env),
+            task_group=task_group,
+            grace_ms=spec.dispose_grace_ms,
+        )
+    except Exception as raw:  # any spawn failure is `process-start`; the raw text stays host-only
+        call_error_sink(on_error, raw)
+        raise acp_run_failure(AcpFailureFacts("process", "process-start"), raw) from raw
+    run = AcpRun(
+        run_id=run_id,
+        request=request,
+        spec=spec,
+        handle=handle,
+        task_group=task_group,
+        on_error=on_error,
+        provider_name=provider_name,
+    )
+    run.begin()
+    try:
+        await run.start_up()
+    except anyio.get_cancelled_exc_class():
+        await run.roll_back_interrupted_start()
+        raise
+    return run

@@ -1,0 +1,53 @@
+"""Snapshot assertions shared by the suites: ``snapshots/<kind>/<name>.json`` pins an exact JSON value.
+
+``assert_snapshot(kind, name, value)`` compares ``value`` with the stored file. Only when ``UPDATE_SNAPSHOTS=1`` is
+set does it (re)write the file instead; a missing snapshot is a failure otherwise, so CI never invents one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+__all__ = ["SNAPSHOT_ROOT", "UPDATE_ENV_VAR", "assert_snapshot", "snapshot_path"]
+
+SNAPSHOT_ROOT = Path(__file__).resolve().parent.parent / "snapshots"
+"""Where snapshots live: ``<repo>/snapshots/<kind>/<name>.json``."""
+UPDATE_ENV_VAR = "UPDATE_SNAPSHOTS"
+"""Set to ``1`` to rewrite snapshots from the current values."""
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def snapshot_path(kind: str, name: str) -> Path:
+    """The file of snapshot ``name`` of ``kind``; both must be plain file-name components."""
+    for part in (kind, name):
+        if not _SAFE_NAME.match(part):
+            raise ValueError(f"snapshot kind and name must be plain file names, got {part!r}")
+    return SNAPSHOT_ROOT / kind / f"{name}.json"
+
+
+def _render(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def assert_snapshot(kind: str, name: str, value: object) -> None:
+    """Assert that ``value`` equals the stored snapshot (key order included); rewrite it under ``UPDATE_SNAPSHOTS=1``.
+
+    Raises:
+        AssertionError: the snapshot is missing or differs.
+    """
+    path = snapshot_path(kind, name)
+    rendered = _render(value)
+    if os.environ.get(UPDATE_ENV_VAR) == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != rendered:
+            path.write_text(rendered, encoding="utf-8")
+        return
+    if not path.exists():
+        raise AssertionError(f"missing snapshot {path}; run with {UPDATE_ENV_VAR}=1 to create it")
+    stored = path.read_text(encoding="utf-8")
+    assert json.loads(stored) == value, f"snapshot {kind}/{name} differs:\nstored:  {stored}\nactual:  {rendered}"
+    assert stored == rendered, f"snapshot {kind}/{name} differs in key order or formatting"
