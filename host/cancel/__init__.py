@@ -1,0 +1,25 @@
+"""Caller-owned cooperative cancellation: the one-shot signal, fuse, deadlines and an anyio bridge.
+
+Every tool call and subagent run is cancelled through a ``CancelSignal`` owned by its caller, never through an
+anyio cancel scope (tool-registry.md §2, §11.1, §12).
+"""
+
+from __future__ import annotations
+
+from host.cancel._bridge import cancel_scope_on
+from host.cancel._deadline import MAX_TIMER_DELAY_MS, TimeoutReason, deadline, format_ms, timeout_of
+from host.cancel._fuse import fuse
+from host.cancel._signal import CancelController, CancelListener, CancelSignal
+
+__all__ = [
+    "MAX_TIMER_DELAY_MS",
+    "CancelController",
+    "CancelListener",
+    "CancelSignal",
+    "TimeoutReason",
+    "cancel_scope_on",
+    "deadline",
+    "format_ms",
+    "fuse",
+    "timeout_of",
+]
