@@ -1,0 +1,123 @@
+"""The provider's closed mappings: error class → category, last ``turn/end`` → result, and the output fold.
+
+Nothing here reads a message, an error payload or an unknown reason value: categories come from exception classes
+only and unknown kinds map to fixed texts (sdk-provider.md §5.3, §5.5, §5.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, cast
+
+from host._exceptions import (
+    JsonRpcResponseError,
+    RequestTimeoutError,
+    SdkProtocolError,
+    TransportClosedError,
+)
+from host._json import ContentBlock
+from host.diagnostics import SdkCategory, sdk_failure_line
+from host.sdk_provider.client import turn_end_reason
+
+__all__ = ["OutputFold", "classify_error", "map_turn_end", "result_of_events"]
+
+_CHILD_ERROR: Final = sdk_failure_line("session-run", "child-error")
+_CHILD_DISPOSED: Final = sdk_failure_line("session-run", "child-disposed")
+_CHILD_UNKNOWN: Final = sdk_failure_line("session-run", "child-unknown")
+_MISSING_TERMINAL: Final = sdk_failure_line("session-run", "missing-terminal")
+
+# Turn-end kinds whose result carries no diagnostic (aborted is decided by its cause).
+_PLAIN_KINDS: Final[Mapping[str, str]] = {
+    "completed": "completed",
+    "max-tokens": "max-tokens",
+    "blocked": "refusal",
+    "interrupted": "error",
+}
+
+
+def classify_error(error: BaseException) -> SdkCategory:
+    """The failure category of a raw error, by class only (sdk-provider.md §5.5)."""
+    if isinstance(error, TransportClosedError):
+        return "transport"
+    if isinstance(error, SdkProtocolError | JsonRpcResponseError):
+        return "protocol"
+    if isinstance(error, RequestTimeoutError):
+        return "timeout"
+    return "unknown"
+
+
+def map_turn_end(reason: Mapping[str, object] | None) -> tuple[str, str | None]:
+    """Map the last ``turn/end`` reason of the interval (``None``: there was none) to a stop reason and diagnostic."""
+    if reason is None:
+        return "error", _MISSING_TERMINAL
+    kind = reason.get("kind")
+    if isinstance(kind, str):
+        plain = _PLAIN_KINDS.get(kind)
+        if plain is not None:
+            return plain, None
+        if kind == "aborted":
+            cause = reason.get("reason")
+            disposed = isinstance(cause, Mapping) and cast(Mapping[str, object], cause).get("kind") == "disposed"
+            return "aborted", _CHILD_DISPOSED if disposed else None
+        if kind == "error":
+            return "error", _CHILD_ERROR
+    return "error", _CHILD_UNKNOWN
+
+
+def result_of_events(events: Sequence[Mapping[str, object]]) -> tuple[str, str | None]:
+    """Map the **last** ``turn/end`` among a run's validated root events."""
+    for event in reversed(events):
+        if event.get("type") == "turn/end":
+            return map_turn_end(turn_end_reason(event))
+    return map_turn_end(None)
+
+
+class OutputFold:
+    """The run's output: the last non-empty ``assistant/message`` content, else the concatenated text deltas.
+
+    Fed only with validated root events after the receipt; ``freeze`` fixes the snapshot.
+    """
+
+    def __init__(self) -> None:
+        self._message: list[ContentBlock] | None = None
+        self._deltas: list[str] = []
+        self._frozen: list[ContentBlock] | None = None
+
+    @property
+    def frozen(self) -> bool:
+        """Whether the snapshot is fixed."""
+        return self._frozen is not None
+
+    def observe(self, event: Mapping[str, Any]) -> None:
+        """Fold one validated event; a no-op once frozen."""
+        if self._frozen is not None:
+            return
+        event_type = event.get("type")
+        data = event.get("data")
+        if not isinstance(data, Mapping):
+            return
+        fields = cast(Mapping[str, Any], data)
+        if event_type == "assistant/message":
+            content = cast(Mapping[str, Any], fields["message"])["content"]
+            if content:  # an empty (usage-only) message never erases the candidate or the deltas
+                self._message = cast(list[ContentBlock], content)
+        elif event_type == "assistant/chunk":
+            chunk = cast(Mapping[str, Any], fields["chunk"])
+            if chunk["type"] == "text-delta" and chunk["text"]:
+                self._deltas.append(chunk["text"])
+
+    def freeze(self) -> None:
+        """Fix the output snapshot; idempotent."""
+        if self._frozen is not None:
+            return
+        if self._message is not None:
+            self._frozen = [dict(block) for block in self._message]
+        else:
+            text = "".join(self._deltas)
+            self._frozen = [{"type": "text", "text": text}] if text else []
+
+    def output(self) -> list[ContentBlock]:
+        """The frozen snapshot (freezing now if needed), as a fresh list."""
+        self.freeze()
+        assert self._frozen is not None
+        return [dict(block) for block in self._frozen]

@@ -1,0 +1,466 @@
+"""The host-side DSH SDK client: one runtime process, its JSON-RPC connection, and per-session subscriptions.
+
+``start`` spawns the runtime (all three stdio piped, stderr drained into a 400-line host-only tail) and sends the
+bounded ``initialize``; ``run`` drives one receipt-gated activity interval; ``aclose`` sends a bounded ``shutdown``
+and climbs the shared teardown ladder inside a shield, once. Every failure is a typed ``SdkClientError`` whose
+text (exit facts, stderr tail, payload JSON) is host-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+from anyio.abc import TaskGroup
+
+from host._exceptions import (
+    ConnectionClosedError,
+    JsonRpcResponseError,
+    PeerWriteError,
+    RequestTimeoutError,
+    ResponseError,
+    TransportClosedError,
+)
+from host._json import ContentBlock
+from host.cancel import format_ms
+from host.jsonrpc import JsonRpcPeer
+from host.process import ManagedProcess, build_child_env, run_teardown_ladder, spawn_managed
+from host.sdk_provider.client._models import InitializeParams
+from host.sdk_provider.client._spec import SdkRunSpec
+from host.sdk_provider.client._subscription import SessionNotification, Subscription
+from host.sdk_provider.client._validation import (
+    ServerInfo,
+    is_receipt,
+    message_id_of,
+    server_info_of,
+    validate_event,
+)
+
+__all__ = [
+    "CLIENT_CLOSED_MESSAGE",
+    "FAILED_TO_START_MESSAGE",
+    "NOT_RUNNING_MESSAGE",
+    "RUNTIME_CLOSED_MESSAGE",
+    "RUNTIME_EXITED_MESSAGE",
+    "STDERR_TAIL_LINES",
+    "TEARDOWN_AGGREGATE_MESSAGE",
+    "NotificationObserver",
+    "SdkClient",
+    "SessionRunOutcome",
+]
+
+logger = logging.getLogger(__name__)
+
+FAILED_TO_START_MESSAGE: Final = "DSH SDK runtime failed to start"
+RUNTIME_EXITED_MESSAGE: Final = "DSH SDK runtime exited"
+NOT_RUNNING_MESSAGE: Final = "DSH SDK runtime is not running"
+RUNTIME_CLOSED_MESSAGE: Final = "DSH SDK runtime closed"
+CLIENT_CLOSED_MESSAGE: Final = "DSH SDK runtime client is closed"
+TEARDOWN_AGGREGATE_MESSAGE: Final = "DSH SDK runtime teardown failed"
+_TIMEOUT_MESSAGE: Final = "{method} timed out after {ms}ms waiting for the DSH SDK runtime"
+_METHOD_NOT_FOUND: Final = "method not found: {method}"
+_SHUTDOWN_FAILED_NOTE: Final = "shutdown request failed: {message}"
+
+STDERR_TAIL_LINES: Final = 400
+"""How many of the newest non-empty stderr lines the host-only tail keeps."""
+
+# How long a failed request or a dead runtime waits for exit facts and stderr EOF before describing the failure.
+_STDIO_SETTLE_S: Final = 0.1
+# After the runtime's exit was observed, how long frames still in the stdout pipe stay deliverable.
+_POST_EXIT_DRAIN_S: Final = 0.1
+# Bounds waiting for the reader task to stop once the ladder closed the pipes.
+_READER_STOP_TIMEOUT_S: Final = 1.0
+
+NotificationObserver = Callable[[SessionNotification], None]
+"""Sees each collected notification of a run, synchronously, in wire order."""
+
+# The only runtime notifications routed to sessions; everything else (subagent.*) is dropped.
+_ROUTED_METHODS: Final = frozenset({"session.event", "session.status"})
+
+
+def _next_request_id() -> str:
+    return f"req_{uuid.uuid4().hex}"
+
+
+def _method_not_found(method: str) -> str:
+    return _METHOD_NOT_FOUND.format(method=method)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRunOutcome:
+    """What ``run`` returns: the root session id and its validated events from the receipt on."""
+
+    session_id: str
+    events: tuple[dict[str, Any], ...]
+
+
+class SdkClient:
+    """One DSH SDK runtime process and its connection; one client per run, never restarted.
+
+    Args:
+        spec: the resolved launch (command, args, absolute cwd, explicit env), route and bounds.
+    """
+
+    def __init__(self, spec: SdkRunSpec) -> None:
+        self._spec = spec
+        self._handle: ManagedProcess | None = None
+        self._peer: JsonRpcPeer | None = None
+        self._subscriptions: dict[str, list[Subscription]] = {}
+        self._input_ended = False
+        self._closed = False
+        self._start_attempted = False
+        self._watch_scope = anyio.CancelScope()
+        self._reader_done = anyio.Event()
+        self._close_done: anyio.Event | None = None
+        self._close_error: BaseException | None = None
+
+    @property
+    def spec(self) -> SdkRunSpec:
+        """The spec this client was built from."""
+        return self._spec
+
+    @property
+    def pid(self) -> int | None:
+        """The runtime's pid once spawned."""
+        return self._handle.pid if self._handle is not None else None
+
+    @property
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The newest non-empty stderr lines (host-only)."""
+        return self._handle.stderr_tail if self._handle is not None else ()
+
+    # -- startup -----------------------------------------------------------------------------------------------
+
+    async def start(self, task_group: TaskGroup) -> ServerInfo:
+        """Spawn the runtime and send ``initialize``, bounded by ``initialize_timeout_ms``.
+
+        Args:
+            task_group: owns the reader, the stderr drain and the exit watcher (the host's group).
+
+        Raises:
+            TransportClosedError: the spawn failed, or the runtime died or closed stdio before answering.
+            RequestTimeoutError: ``initialize`` was not answered in time.
+            JsonRpcResponseError: the runtime refused ``initialize``.
+            SdkProtocolError: the result carried no server identity.
+        """
+        if self._closed:
+            raise TransportClosedError(CLIENT_CLOSED_MESSAGE)
+        if self._start_attempted:
+            raise RuntimeError("SdkClient.start() may only be called once")
+        self._start_attempted = True
+        await self._spawn(task_group)
+        spec = self._spec
+        params = InitializeParams(
+            cwd=spec.cwd,
+            provider=spec.provider,
+            model=spec.model,
+            reasoning_effort=spec.reasoning_effort,
+            max_tokens=spec.max_tokens,
+        )
+        result = await self.request("initialize", params.to_wire(), timeout_ms=spec.initialize_timeout_ms)
+        return server_info_of(result)
+
+    async def _spawn(self, task_group: TaskGroup) -> None:
+        spec = self._spec
+        handle: ManagedProcess | None = None
+        try:
+            # Shielded: a cancel delivered inside open_process would leave a live child nobody owns. Spawning is a
+            # bounded fork/exec, so the shield cannot hang the caller.
+            with anyio.CancelScope(shield=True):
+                handle = await spawn_managed(
+                    [spec.command, *spec.args],
+                    cwd=spec.cwd,
+                    env=build_child_env(spec.env),
+                    task_group=task_group,
+                    grace_ms=spec.dispose_grace_ms,
+                    capture_stderr=True,
+                    stderr_tail_lines=STDERR_TAIL_LINES,
+                )
+        except OSError as exc:
+            raise TransportClosedError(f"{FAILED_TO_START_MESSAGE}\nspawn error: {exc}") from exc
+        assert handle is not None  # the shield only defers cancellation; it never swallows the spawn's outcome
+        # No await until the reader and the exit watcher belong to the task group (the drain already does).
+        peer = JsonRpcPeer(
+            send=handle.stdin,
+            receive=handle.stdout,
+            on_notification=self._route,
+            next_id=_next_request_id,
+            method_not_found=_method_not_found,
+        )
+        self._handle, self._peer = handle, peer
+        task_group.start_soon(self._read, peer, name=f"DSH SDK reader of runtime {handle.pid}")
+        task_group.start_soon(self._watch_exit, handle, peer, name=f"DSH SDK exit watcher of runtime {handle.pid}")
+
+    # -- requests ----------------------------------------------------------------------------------------------
+
+    async def request(
+        self, method: str, params: Mapping[str, object] | None = None, *, timeout_ms: float | None = None
+    ) -> object:
+        """Send one request and return its ``result`` (``None`` when absent).
+
+        Args:
+            method: the runtime method.
+            params: the params object (``{}`` when omitted).
+            timeout_ms: abandons the wait (and its pending entry) after this long; unbounded when ``None``.
+
+        Raises:
+            TransportClosedError: the client is closed, the runtime is not running, or the transport failed.
+            RequestTimeoutError: ``timeout_ms`` elapsed.
+            JsonRpcResponseError: the runtime answered with an ``error`` object.
+        """
+        if self._closed:
+            raise TransportClosedError(CLIENT_CLOSED_MESSAGE)
+        return await self._request(method, {} if params is None else params, timeout_ms)
+
+    async def _request(self, method: str, params: Mapping[str, object], timeout_ms: float | None) -> object:
+        peer, handle = self._peer, self._handle
+        if peer is None or handle is None or handle.outcome is not None:
+            await self._settle_stdio()
+            raise TransportClosedError(NOT_RUNNING_MESSAGE + self._context())
+        try:
+            if timeout_ms is None:
+                return await peer.request(method, params)
+            with anyio.move_on_after(timeout_ms / 1000):
+                return await peer.request(method, params)
+        except ResponseError as exc:
+            raise JsonRpcResponseError(exc.code, exc.message, exc.data) from exc
+        except (ConnectionClosedError, PeerWriteError) as exc:
+            # A write to a dead pipe is not the signal; the input edge is. Describe whichever ended first.
+            await self._settle_stdio()
+            reason = str(exc) if isinstance(exc, ConnectionClosedError) else self._closed_reason(peer)
+            raise TransportClosedError(reason + self._context()) from exc
+        raise RequestTimeoutError(self._timeout_text(method, timeout_ms))
+
+    async def prompt(self, session_id: str, content_blocks: Sequence[ContentBlock]) -> str:
+        """Send ``session/prompt`` (no timeout) and return its ``messageId`` receipt.
+
+        Raises:
+            SdkProtocolError: the result carried no string ``messageId``.
+            TransportClosedError | JsonRpcResponseError: as for ``request``.
+        """
+        result = await self.request("session/prompt", {"sessionId": session_id, "contentBlocks": list(content_blocks)})
+        return message_id_of(result)
+
+    # -- subscriptions and the run -----------------------------------------------------------------------------
+
+    def subscribe(self, session_id: str) -> Subscription:
+        """Queue every routed notification whose ``params.sessionId`` is ``session_id``, from now on."""
+        subscription = Subscription(session_id, self._unsubscribe)
+        if self._closed:
+            subscription.fail(self._failure_factory(RUNTIME_CLOSED_MESSAGE))
+        elif self._input_ended:
+            subscription.fail(self._failure_factory(RUNTIME_EXITED_MESSAGE))
+        else:
+            self._subscriptions.setdefault(session_id, []).append(subscription)
+        return subscription
+
+    async def run(
+        self,
+        session_id: str,
+        content_blocks: Sequence[ContentBlock],
+        on_notification: NotificationObserver | None = None,
+    ) -> SessionRunOutcome:
+        """Prompt ``session_id`` and consume its notifications up to the root ``idle`` after the receipt.
+
+        Everything before the receipt is skipped. From the receipt on, each ``session.event`` is validated and
+        collected; every collected notification goes to ``on_notification`` first.
+
+        Raises:
+            SdkProtocolError: a malformed prompt result or root event.
+            TransportClosedError: input ended, the subscription was closed, or the transport failed.
+            JsonRpcResponseError: the runtime refused the prompt.
+        """
+        subscription = self.subscribe(session_id)  # before the prompt: the receipt may precede its response
+        try:
+            message_id = await self.prompt(session_id, content_blocks)
+            events: list[dict[str, Any]] = []
+            receipt_seen = False
+            while True:
+                notification = await self._receive(subscription)
+                params = notification.params
+                if notification.method == "session.event":
+                    event = params.get("event")
+                    if not receipt_seen:
+                        if not is_receipt(event, message_id):
+                            continue
+                        receipt_seen = True
+                    valid = validate_event(event)
+                    if on_notification is not None:
+                        on_notification(notification)
+                    events.append(valid)
+                elif receipt_seen:
+                    if on_notification is not None:
+                        on_notification(notification)
+                    if notification.method == "session.status" and params.get("status") == "idle":
+                        return SessionRunOutcome(session_id, tuple(events))
+        finally:
+            subscription.close()
+
+    async def _receive(self, subscription: Subscription) -> SessionNotification:
+        try:
+            return await subscription.receive()
+        except TransportClosedError:
+            failure = subscription.failure
+            if subscription.closed or failure is None:
+                raise
+            # Input ended: stdout EOF often precedes the observed exit by a poll, so let the exit facts and the
+            # stderr tail settle (bounded) before describing the failure (host-only text).
+            await self._settle_stdio()
+            raise failure() from None
+
+    # -- teardown ----------------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Send a bounded ``shutdown``, then climb the teardown ladder; once, shielded, one shared outcome.
+
+        Raises:
+            Exception: the ladder failed (a single rung error as is, several as ``AggregateError``).
+        """
+        if self._close_done is None:
+            self._close_done = anyio.Event()
+            self._closed = True
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self._close_once()
+            except BaseException as exc:
+                self._close_error = exc
+            finally:
+                self._close_done.set()
+        else:
+            await self._close_done.wait()
+        if self._close_error is not None:
+            raise self._close_error
+
+    async def _close_once(self) -> None:
+        handle, peer = self._handle, self._peer
+        if handle is None or peer is None:
+            self._fail_subscriptions(RUNTIME_CLOSED_MESSAGE)
+            return
+        # Snapshot the tree while the leader lives: once `shutdown` made it exit, a descendant that setsid()'d out
+        # of the group is re-parented away and could no longer be found.
+        handle.snapshot_descendants()
+        try:
+            await self._request("shutdown", {}, self._spec.shutdown_timeout_ms)
+        except Exception as exc:  # host-only by contract: a failed shutdown only escalates to the ladder
+            handle.append_stderr_line(_SHUTDOWN_FAILED_NOTE.format(message=exc))
+            logger.debug("DSH SDK runtime %d: shutdown request failed", handle.pid, exc_info=True)
+        else:
+            # The runtime exits right after answering: wait briefly for its exit edge (stdout EOF, then the reaped
+            # exit) so the ladder's polled exit check usually succeeds at once. Bounded by the 100 ms of stdio
+            # settling the dispose bound allows, so a runtime that stays up costs no extra EOF window.
+            with anyio.move_on_after(min(_STDIO_SETTLE_S, self._spec.dispose_eof_grace_ms / 1000)):
+                await peer.wait_closed()
+                await handle.wait_outcome()
+        try:
+            await run_teardown_ladder(
+                handle, eof_grace_ms=self._spec.dispose_eof_grace_ms, aggregate_message=TEARDOWN_AGGREGATE_MESSAGE
+            )
+        finally:
+            peer.close()
+            self._watch_scope.cancel()
+            self._fail_subscriptions(RUNTIME_CLOSED_MESSAGE)
+            with anyio.move_on_after(_READER_STOP_TIMEOUT_S):
+                await self._reader_done.wait()
+
+    # -- background tasks and routing --------------------------------------------------------------------------
+
+    async def _read(self, peer: JsonRpcPeer) -> None:
+        try:
+            await peer.run()
+        except Exception:  # containment boundary: the reader must never crash the host's task group
+            logger.debug("DSH SDK reader failed", exc_info=True)
+        finally:
+            self._end_input()
+            self._reader_done.set()
+
+    async def _watch_exit(self, handle: ManagedProcess, peer: JsonRpcPeer) -> None:
+        with self._watch_scope:
+            await handle.wait_outcome()
+            # Frames the runtime wrote right before exiting are still in the pipe: keep reading them until stdout
+            # EOF, but not for long, since a surviving descendant may hold stdout open.
+            with anyio.move_on_after(_POST_EXIT_DRAIN_S):
+                await peer.wait_closed()
+            self._end_input()
+            peer.close()
+
+    def _route(self, method: str, params: dict[str, Any]) -> None:
+        if method not in _ROUTED_METHODS:
+            return
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            return
+        subscriptions = self._subscriptions.get(session_id)
+        if subscriptions:
+            notification = SessionNotification(method, params)
+            for subscription in subscriptions:
+                subscription.push(notification)
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        subscriptions = self._subscriptions.get(subscription.session_id)
+        if subscriptions is None:
+            return
+        if subscription in subscriptions:
+            subscriptions.remove(subscription)
+        if not subscriptions:
+            del self._subscriptions[subscription.session_id]
+
+    def _end_input(self) -> None:
+        if self._input_ended:
+            return
+        self._input_ended = True
+        self._fail_subscriptions(RUNTIME_EXITED_MESSAGE)
+
+    def _fail_subscriptions(self, reason: str) -> None:
+        factory = self._failure_factory(reason)
+        for subscriptions in list(self._subscriptions.values()):
+            for subscription in subscriptions:
+                subscription.fail(factory)
+
+    # -- host-only error texts ---------------------------------------------------------------------------------
+
+    def _failure_factory(self, reason: str) -> Callable[[], TransportClosedError]:
+        # Built lazily: exit facts and the stderr tail are as complete as possible when the consumer gets there.
+        return lambda: TransportClosedError(reason + self._context())
+
+    def _context(self) -> str:
+        handle = self._handle
+        if handle is None:
+            return ""
+        context = ""
+        outcome = handle.outcome
+        if outcome is not None:
+            if outcome.exit_code is not None:
+                context += f"\nexit code: {outcome.exit_code}"
+            elif outcome.signal is not None:
+                context += f"\nsignal: {outcome.signal}"
+        tail = handle.stderr_tail
+        if tail:
+            context += "\nstderr tail:\n" + "\n".join(tail)
+        return context
+
+    def _timeout_text(self, method: str, timeout_ms: float | None) -> str:
+        text = _TIMEOUT_MESSAGE.format(method=method, ms=format_ms(timeout_ms or 0.0))
+        tail = self.stderr_tail
+        if tail:
+            text += "; stderr tail:\n" + "\n".join(tail)
+        return text
+
+    def _closed_reason(self, peer: JsonRpcPeer) -> str:
+        if peer.close_reason in ("eof", "line-too-long"):
+            return "JSON-RPC input closed"
+        if peer.close_reason == "closed":
+            return "JSON-RPC transport closed"
+        return NOT_RUNNING_MESSAGE
+
+    async def _settle_stdio(self) -> None:
+        """Wait briefly for the exit facts and stderr EOF, so the error text is complete."""
+        handle = self._handle
+        if handle is None:
+            return
+        with anyio.move_on_after(_STDIO_SETTLE_S):
+            await handle.wait_outcome()
+            await handle.wait_stderr_closed()

@@ -1,0 +1,42 @@
+"""``SdkRunSpec``: everything one DSH SDK run (and its client) needs, already resolved.
+
+The cwd is absolute, the explicit env is ``${NAME}``-expanded, and the route (provider, model, reasoning effort,
+max tokens) is the one sent in ``initialize``. Every bound is a positive finite number of milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["SdkRunSpec"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SdkRunSpec:
+    """A resolved launch, route and set of bounds for one runtime process (sdk-provider.md §2, §5.2)."""
+
+    command: str
+    """``argv[0]``; a name without ``/`` is looked up on the child environment's ``PATH``."""
+    args: tuple[str, ...] = ()
+    """``argv[1:]``."""
+    cwd: str
+    """Absolute: the child's cwd and the ``initialize`` ``cwd``."""
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Explicit child variables, merged over the scrubbed ambient environment."""
+    provider: str = "deepseek-official"
+    """The model provider sent in ``initialize``."""
+    model: str = "deepseek-v4-flash"
+    """The model sent in ``initialize``."""
+    reasoning_effort: str | None = None
+    """Sent in ``initialize`` as ``reasoningEffort`` only when set."""
+    max_tokens: int | None = None
+    """Sent in ``initialize`` as ``maxTokens`` only when set."""
+    shutdown_timeout_ms: float = 1000.0
+    """Bound of the ``shutdown`` request."""
+    dispose_eof_grace_ms: float = 6000.0
+    """Ladder: how long the runtime may take to exit after stdin EOF."""
+    dispose_grace_ms: float = 3000.0
+    """Ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
+    initialize_timeout_ms: float = 10000.0
+    """Bound of the ``initialize`` request."""
