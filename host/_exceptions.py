@@ -23,7 +23,8 @@ the host logger only. The tree::
     │   ├── TransportClosedError, RequestTimeoutError, SdkProtocolError, JsonRpcResponseError
     └── CodedError                         .code; the registry reports info {name, code}
         ├── UnsupportedCapabilityError     UNSUPPORTED_CAPABILITY
-        └── ToolNotFoundError, ToolArgsError, ToolOutputError, ToolTimeoutError
+        ├── ToolNotFoundError, ToolArgsError, ToolOutputError, ToolTimeoutError
+        └── JobNotFoundError               UNKNOWN_JOB: no background job has that id
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "CodedError",
     "ConfigError",
     "ConnectionClosedError",
+    "JobNotFoundError",
     "JsonRpcError",
     "JsonRpcResponseError",
     "LineTooLongError",
@@ -228,6 +230,12 @@ class ToolTimeoutError(CodedError):
     """The tool's declared ``timeout_ms`` elapsed."""
 
     code = "TOOL_TIMEOUT"
+
+
+class JobNotFoundError(CodedError):
+    """No background job of this host has that id."""
+
+    code = "UNKNOWN_JOB"
 
 
 def describe_error(error: BaseException) -> str:

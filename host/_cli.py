@@ -1,0 +1,276 @@
+"""``subagent-host run``: one delegated task, through the host's registry and the provider's delegation tool.
+
+The run is never started straight on a provider: the CLI calls ``delegate_<name>`` and observes the run through
+per-call hooks. SIGINT/SIGTERM cancel the call's signal (a local cancel): the result settles ``aborted`` and is
+printed at once, then the child goes down through the full teardown ladder (a repeated signal never skips a rung).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn, TextIO
+
+import anyio
+
+from host._exceptions import ConfigError
+from host._host import Host
+from host.cancel import CancelController
+from host.config import HostConfig, delegation_tool_name, load_config
+from host.diagnostics import SubagentResult, foreground_failure_message, text_of
+from host.stream import ChunkFrame, StreamFrame, TextDelta
+from host.tools import TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
+
+__all__ = [
+    "DEFAULT_PROVIDER",
+    "EXIT_COMPLETED",
+    "EXIT_NOT_COMPLETED",
+    "EXIT_SIGINT",
+    "EXIT_SIGTERM",
+    "EXIT_TIMEOUT",
+    "EXIT_USAGE",
+    "main",
+    "run_cli",
+]
+
+DEFAULT_PROVIDER: Final = "echo"
+"""Used when several providers are configured, ``--provider`` is absent and one of them is named ``echo``."""
+EXIT_COMPLETED: Final = 0
+EXIT_NOT_COMPLETED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_TIMEOUT: Final = 124
+EXIT_SIGINT: Final = 130
+EXIT_SIGTERM: Final = 143
+
+_SIGNAL_EXITS: Final = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
+_EPILOG: Final = """\
+exit status:
+  0    the run completed
+  1    the run did not complete (cancelled by the child, failed, token limit, refusal),
+       or the child could not be started
+  2    usage or configuration error
+  124  the provider entry's timeout_ms expired (the child was torn down)
+  130  interrupted by SIGINT (the result is printed at once, then the child is torn down)
+  143  terminated by SIGTERM (likewise)
+
+config lookup: --config, then $SUBAGENT_HOST_CONFIG, then ./subagent-host.toml, then the built-in echo provider.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``subagent-host`` console script: run the command and exit with its status."""
+    sys.exit(run_cli(argv))
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the command, and return the exit status."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not args.task:
+        parser.error("TASK must not be empty")
+    logging.basicConfig(level=logging.WARNING, format="subagent-host: %(levelname)s %(name)s: %(message)s")
+    options = _Options(task=args.task, config=args.config, provider=args.provider, cwd=args.cwd, as_json=args.json)
+    return anyio.run(_run, options)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="subagent-host",
+        description="Run a subtask in an out-of-process ACP or DSH SDK child agent.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="delegate TASK to one provider and print its result",
+        description="Delegate TASK (one text block) to a provider's child agent and print its result.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("--config", metavar="PATH", help="the TOML config file")
+    run.add_argument(
+        "--provider", metavar="NAME", help="the provider entry (default: the only one configured, or echo)"
+    )
+    run.add_argument("--cwd", metavar="DIR", help="the parent workspace the child works in (default: .)")
+    run.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    run.add_argument("task", metavar="TASK", help="the task for the child agent")
+    return parser
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    task: str
+    config: str | None
+    provider: str | None
+    cwd: str | None
+    as_json: bool
+
+
+class _UsageError(Exception):
+    """A bad provider choice or workspace: exit 2 with a one-line message."""
+
+
+@dataclass(slots=True)
+class _Invocation:
+    """What one ``run`` observed: the streamed text, the settled run, the signal, and whether it was printed."""
+
+    provider: str
+    as_json: bool
+    streamed: str = ""
+    run_id: str | None = None
+    result: SubagentResult | None = None
+    received: signal.Signals | None = None
+    printed: bool = False
+
+    def on_frame(self, frame: StreamFrame) -> None:
+        if isinstance(frame, ChunkFrame) and isinstance(frame.chunk, TextDelta):
+            self.streamed += frame.chunk.text
+            if not self.as_json:
+                _write(sys.stdout, frame.chunk.text)
+
+    def on_result(self, run_id: str, result: SubagentResult) -> None:
+        self.run_id = run_id
+        self.result = result
+        if self.received is not None:
+            # A local cancel: report the aborted result now, before the ladder tears the child down.
+            self.report(None)
+
+    def report(self, tool_result: ToolResult | None) -> None:
+        """Print the outcome once: JSON on stdout, or the rest of the text on stdout and failures on stderr."""
+        if self.printed:
+            return
+        self.printed = True
+        if self.as_json:
+            _write(sys.stdout, json.dumps(self.json_object(tool_result), ensure_ascii=False) + "\n")
+        else:
+            self.report_text(tool_result)
+
+    def json_object(self, tool_result: ToolResult | None) -> dict[str, Any]:
+        error = _failure_of(tool_result)
+        if self.result is None or self.run_id is None:
+            obj: dict[str, Any] = {"provider": self.provider}
+        else:
+            obj = {
+                "run_id": self.run_id,
+                "provider": self.provider,
+                "stop_reason": self.result.stop_reason,
+                "output": self.result.output,
+            }
+            if self.result.diagnostic:
+                obj["diagnostic"] = self.result.diagnostic
+            if error is not None and not _is_timeout(error) and self.result.stop_reason != "completed":
+                # The tool's failure only restates the run's outcome, which the object already carries.
+                error = None
+        if error is not None:
+            if _is_timeout(error):
+                obj["error_code"] = TOOL_TIMEOUT
+            obj["error"] = error.error.message
+        return obj
+
+    def report_text(self, tool_result: ToolResult | None) -> None:
+        error = _failure_of(tool_result)
+        if self.result is not None and self.result.stop_reason == "completed":
+            final = text_of(self.result.output)
+            rest = final[len(self.streamed) :] if final.startswith(self.streamed) else final
+            _write(sys.stdout, rest)
+            shown = self.streamed + rest
+        else:
+            shown = self.streamed
+        if shown and not shown.endswith("\n"):
+            _write(sys.stdout, "\n")
+        if error is not None and (_is_timeout(error) or self.result is None or self.result.stop_reason == "completed"):
+            _write(sys.stderr, error.error.message + "\n")
+        elif self.result is not None and self.result.stop_reason != "completed":
+            headline = foreground_failure_message(self.result.model_copy(update={"output": []}))
+            _write(sys.stderr, headline + "\n")
+
+    def exit_status(self, tool_result: ToolResult) -> int:
+        if self.received is not None:
+            return _SIGNAL_EXITS[self.received]
+        error = _failure_of(tool_result)
+        if error is not None and _is_timeout(error):
+            return EXIT_TIMEOUT
+        if error is None and self.result is not None and self.result.stop_reason == "completed":
+            return EXIT_COMPLETED
+        return EXIT_NOT_COMPLETED
+
+
+async def _run(options: _Options) -> int:
+    try:
+        config = load_config(options.config)
+        provider = _choose_provider(config, options.provider)
+        workspace = _workspace(options.cwd)
+    except (ConfigError, _UsageError) as exc:
+        return _usage_failure(str(exc), options.as_json)
+    invocation = _Invocation(provider=provider, as_json=options.as_json)
+    controller = CancelController()
+    hooks = RunHooks(on_frame=invocation.on_frame, on_result=invocation.on_result)
+    tool_result: ToolResult | None = None
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with anyio.create_task_group() as watchers:
+
+            async def watch_signals() -> None:
+                async for received in signals:
+                    if invocation.received is None:
+                        invocation.received = signal.Signals(received)
+                        controller.cancel(f"received {signal.Signals(received).name}")
+                    # A repeated signal is absorbed: the teardown ladder always runs to its SIGKILL rung.
+
+            watchers.start_soon(watch_signals)
+            async with Host.open(config, parent_cwd=workspace) as host:
+                tool_result = await host.execute(
+                    delegation_tool_name(provider), {"task": options.task}, signal=controller.signal, hooks=hooks
+                )
+            watchers.cancel_scope.cancel()
+    # The signal watcher is the only task the group cancels; nothing swallows an error of the call itself.
+    assert tool_result is not None
+    invocation.report(tool_result)
+    return invocation.exit_status(tool_result)
+
+
+def _choose_provider(config: HostConfig, requested: str | None) -> str:
+    names = list(config.providers)
+    if requested is not None:
+        if requested not in config.providers:
+            raise _UsageError(f'subagent-host: unknown provider "{requested}" (configured: {", ".join(names)})')
+        return requested
+    if len(names) == 1:
+        return names[0]
+    if DEFAULT_PROVIDER in config.providers:
+        return DEFAULT_PROVIDER
+    listed = ", ".join(names)
+    raise _UsageError(f"subagent-host: several providers are configured ({listed}); choose one with --provider")
+
+
+def _workspace(cwd: str | None) -> str:
+    workspace = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    if not os.path.isdir(workspace):
+        raise _UsageError(f"subagent-host: --cwd is not a directory: {workspace}")
+    return workspace
+
+
+def _usage_failure(message: str, as_json: bool) -> int:
+    _write(sys.stderr, message + "\n")
+    if as_json:
+        _write(sys.stdout, json.dumps({"error": message}, ensure_ascii=False) + "\n")
+    return EXIT_USAGE
+
+
+def _failure_of(tool_result: ToolResult | None) -> ToolFailure | None:
+    return tool_result if isinstance(tool_result, ToolFailure) else None
+
+
+def _is_timeout(failure: ToolFailure) -> bool:
+    return failure.error.info is not None and failure.error.info.code == TOOL_TIMEOUT
+
+
+def _write(stream: TextIO, text: str) -> None:
+    stream.write(text)
+    stream.flush()

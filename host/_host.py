@@ -1,0 +1,235 @@
+"""``Host``: config → one provider per entry → a tool registry with the timeout policy, delegation and job tools.
+
+``Host.open`` owns a task group for the providers' run tasks and the background jobs. Closing the host cancels
+every outstanding call and job through its controller, waits for them (shielded, bounded), then closes every
+provider, which disposes any run still live; no child outlives the host.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
+from types import MappingProxyType
+from typing import Any, Final, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from host._exceptions import SubagentHostError
+from host._run import Provider
+from host.acp_provider import AcpProvider
+from host.cancel import CancelController, CancelSignal, fuse
+from host.config import EntryConfig, HostConfig, load_config
+from host.diagnostics import JobOutcome
+from host.sdk_provider import DshSdkProvider
+from host.tools import (
+    JobRunner,
+    ParentCwdOf,
+    RunHooks,
+    ToolExecutionInput,
+    ToolRegistry,
+    ToolResult,
+    ToolRunContext,
+    create_delegation_tool,
+    create_job_tools,
+    install_timeout_policy,
+)
+
+__all__ = ["CALLS_CLOSE_TIMEOUT_S", "HOST_CLOSED_REASON", "Host"]
+
+logger = logging.getLogger(__name__)
+
+HOST_CLOSED_REASON: Final = "subagent host closed"
+"""The cancel reason of calls still outstanding when the host closes."""
+CALLS_CLOSE_TIMEOUT_S: Final = 30.0
+"""Bounds how long closing waits for cancelled outstanding calls to settle (each run's ladder bounds it normally)."""
+
+_CLOSED_MESSAGE: Final = "subagent host is closed"
+_DUPLICATE_CALL_ID: Final = 'call id "{call_id}" is already in use; hooks need a unique call id'
+
+
+class _ClosableProvider(Provider, Protocol):
+    async def aclose(self) -> None:
+        """Dispose every live run; later starts raise."""
+        ...
+
+
+def _create_provider(entry: EntryConfig, task_group: TaskGroup) -> _ClosableProvider:
+    if entry.kind == "acp":
+        return AcpProvider(entry, task_group=task_group)
+    return DshSdkProvider(entry, task_group=task_group)
+
+
+class Host:
+    """Runs delegated subtasks through a tool registry; open it with ``async with Host.open(...) as host``."""
+
+    def __init__(self, config: HostConfig, task_group: TaskGroup, parent_cwd_of: ParentCwdOf) -> None:
+        """Build the providers and the registry (use ``Host.open``, which also owns the task group and the close)."""
+        self._config = config
+        self._closed = False
+        self._calls: dict[int, CancelController] = {}
+        self._call_keys = itertools.count()
+        self._call_numbers = itertools.count(1)
+        self._hooks: dict[str, RunHooks] = {}
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._jobs = JobRunner(task_group)
+        self._providers: dict[str, _ClosableProvider] = {}
+        for name, entry in config.providers.items():
+            self._providers[name] = _create_provider(entry, task_group)
+        registry = ToolRegistry()
+        # First, so its budget is the outermost wrapper and covers everything inside (tool-registry.md §11.2).
+        install_timeout_policy(registry)
+        for name, entry in config.providers.items():
+            registry.register(
+                create_delegation_tool(
+                    self._providers[name],
+                    entry,
+                    parent_cwd_of=parent_cwd_of,
+                    jobs=self._live_jobs,
+                    hooks_of=self._hooks_of,
+                )
+            )
+        for definition in create_job_tools(self._live_jobs).values():
+            registry.register(definition)
+        self._registry = registry
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, config: HostConfig | None = None, *, parent_cwd: str | ParentCwdOf | None = None
+    ) -> AsyncGenerator[Host]:
+        """Open a host over ``config`` (``None``: the ``load_config()`` lookup order); close it on exit.
+
+        Args:
+            config: the loaded configuration.
+            parent_cwd: the parent session's working directory, or a function of a call's ``agent`` token that
+                returns it (``None`` when unknown).
+
+        Raises:
+            ConfigError: ``config`` is ``None`` and loading the config failed.
+        """
+        if config is None:
+            config = load_config()
+        parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
+        async with anyio.create_task_group() as task_group:
+            host = cls(config, task_group, parent_cwd_of)
+            try:
+                yield host
+            finally:
+                await host._aclose()
+                # Every run and job has settled and been disposed; nothing left in the group may keep it open.
+                task_group.cancel_scope.cancel()
+
+    @property
+    def config(self) -> HostConfig:
+        """The configuration the host was opened with."""
+        return self._config
+
+    @property
+    def providers(self) -> Mapping[str, Provider]:
+        """The providers, keyed by entry name, in config order."""
+        return MappingProxyType(self._providers)
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The tool registry (the timeout policy is its outermost ``tools/execute`` wrapper)."""
+        return self._registry
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The model-visible tool list: ``{name, description, parameters}`` per tool."""
+        return self._registry.schemas()
+
+    async def execute(
+        self,
+        name: str,
+        arguments: object,
+        *,
+        signal: CancelSignal,
+        call_id: str | None = None,
+        agent: object | None = None,
+        hooks: RunHooks | None = None,
+    ) -> ToolResult:
+        """Run one tool call to its single result; cancel it through ``signal``.
+
+        Args:
+            name: the tool to call.
+            arguments: the parsed JSON arguments.
+            signal: the caller-owned cancel signal.
+            call_id: the call's id (default: a fresh ``call-<n>``).
+            agent: the opaque owner token; the delegation tools map it to the parent cwd.
+            hooks: per-call observers of a foreground delegation (live frames, the settled result).
+
+        Raises:
+            SubagentHostError: the host is closed.
+            ValueError: ``hooks`` were given with a ``call_id`` already in use.
+        """
+        if self._closed:
+            raise SubagentHostError(_CLOSED_MESSAGE)
+        if call_id is None:
+            call_id = f"call-{next(self._call_numbers)}"
+        if hooks is not None:
+            if call_id in self._hooks:
+                raise ValueError(_DUPLICATE_CALL_ID.format(call_id=call_id))
+            self._hooks[call_id] = hooks
+        key = next(self._call_keys)
+        controller = CancelController()
+        self._calls[key] = controller
+        self._idle = anyio.Event() if len(self._calls) == 1 else self._idle
+        fused, dispose = fuse(signal, controller.signal)
+        try:
+            return await self._registry.execute(
+                ToolExecutionInput(call_id=call_id, name=name, arguments=arguments, signal=fused, agent=agent)
+            )
+        finally:
+            dispose()
+            del self._calls[key]
+            if hooks is not None:
+                del self._hooks[call_id]
+            if not self._calls:
+                self._idle.set()
+
+    async def wait_job(self, job_id: str) -> JobOutcome:
+        """Wait until a background job settled (its run disposed) and return its outcome.
+
+        Raises:
+            JobNotFoundError: no job has that id.
+        """
+        return await self._jobs.wait(job_id)
+
+    def _live_jobs(self) -> JobRunner | None:
+        return None if self._closed else self._jobs
+
+    def _hooks_of(self, ctx: ToolRunContext) -> RunHooks | None:
+        return self._hooks.get(ctx.call_id)
+
+    async def _aclose(self) -> None:
+        """Cancel calls and jobs through their controllers, wait for them, then close every provider."""
+        with anyio.CancelScope(shield=True):
+            self._closed = True
+            for controller in list(self._calls.values()):
+                controller.cancel(HOST_CLOSED_REASON)
+            await self._jobs.aclose()
+            with anyio.move_on_after(CALLS_CLOSE_TIMEOUT_S) as scope:
+                await self._idle.wait()
+            if scope.cancelled_caught:
+                logger.warning("subagent-host: outstanding calls did not settle within %ss", CALLS_CLOSE_TIMEOUT_S)
+            async with anyio.create_task_group() as group:
+                for provider in self._providers.values():
+                    group.start_soon(_close_provider, provider)
+
+
+async def _close_provider(provider: _ClosableProvider) -> None:
+    try:
+        await provider.aclose()
+    except Exception:  # containment boundary: one provider's failed close must not skip the others
+        logger.exception('subagent-host: closing provider "%s" failed', provider.name)
+
+
+def _constant(parent_cwd: str | None) -> ParentCwdOf:
+    def parent_cwd_of(_agent: object | None) -> str | None:
+        return parent_cwd
+
+    return parent_cwd_of

@@ -1,0 +1,197 @@
+"""The delegation tool of one provider entry: ``delegate_<name>``, foreground or as a one-shot background job.
+
+Foreground, the call's ``ctx.signal`` is the run's cancel signal and the run is **always** disposed before the tool
+returns (``settle_foreground_run``); a non-completed run raises the spec's exact text. Background, the tool starts a
+job under its own controller and returns at once. The capability gate runs before ``provider.start`` either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, TypeAdapter
+
+from host._exceptions import SubagentHostError
+from host._json import ContentBlock, JsonValue
+from host._run import Provider, SubagentRequest, SubagentRun, check_capabilities
+from host.cancel import CancelSignal
+from host.config import EntryConfig, delegation_tool_name
+from host.diagnostics import SubagentResult, settle_foreground_run, text_of
+from host.stream import FrameObserver, StreamFrame
+from host.tools._define import define_tool
+from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
+from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
+
+__all__ = [
+    "BACKGROUND_STARTED_TEXT",
+    "BackgroundValue",
+    "DelegateArgs",
+    "ForegroundValue",
+    "HooksOf",
+    "ParentCwdOf",
+    "RunHooks",
+    "create_delegation_tool",
+    "default_description",
+]
+
+logger = logging.getLogger(__name__)
+
+BACKGROUND_STARTED_TEXT: Final = "started background subagent job {job_id}"
+"""What the model sees when a background job was started."""
+
+_KIND_NAMES: Final = {"acp": "ACP agent", "dsh-sdk": "DSH SDK runtime"}
+_DEFAULT_DESCRIPTION: Final = (
+    "Delegate a self-contained task to a fresh out-of-process {kind} ({command}) and return its final answer. "
+    "The child does not see this conversation: put everything it needs in `task`. Set `run_in_background` to start "
+    "a background job instead; read it with job_output and stop it with job_kill."
+)
+
+ParentCwdOf = Callable[[object | None], str | None]
+"""Maps a call's ``agent`` token to the parent session's working directory (``None`` when unknown)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunHooks:
+    """Per-call observers of a foreground delegation; each is synchronous and must not block."""
+
+    on_frame: FrameObserver | None = None
+    """Receives the run's live stream and transcript frames."""
+    on_result: Callable[[str, SubagentResult], None] | None = None
+    """Called with ``(run_id, result)`` as soon as the run settled, before it is disposed."""
+
+
+HooksOf = Callable[[ToolRunContext], RunHooks | None]
+"""Looks up the per-call hooks of a tool call (``None`` for none)."""
+
+
+class DelegateArgs(BaseModel):
+    """The delegation tool's arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: Annotated[StrictStr, Field(min_length=1, description="The complete task for the subagent.")]
+    label: StrictStr | None = Field(default=None, description="A short label for logs and job lists.")
+    run_in_background: StrictBool = Field(
+        default=False, description="Start a background job and return its id at once instead of waiting."
+    )
+
+
+class ForegroundValue(BaseModel):
+    """The value of a completed foreground delegation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["foreground"]
+    run_id: str
+    output: list[ContentBlock]
+
+
+class BackgroundValue(BaseModel):
+    """The value of a started background job."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["background"]
+    job_id: str
+
+
+_DelegationValue = Annotated[ForegroundValue | BackgroundValue, Field(discriminator="kind")]
+
+
+def _render(_arguments: JsonValue, value: ForegroundValue | BackgroundValue) -> list[ContentBlock]:
+    if isinstance(value, BackgroundValue):
+        return [{"type": "text", "text": BACKGROUND_STARTED_TEXT.format(job_id=value.job_id)}]
+    return [{"type": "text", "text": text_of(value.output)}]
+
+
+_OUTPUT: Final = ToolOutput(TypeAdapter[ForegroundValue | BackgroundValue](_DelegationValue), _render)
+
+
+def default_description(entry: EntryConfig) -> str:
+    """The tool description of an entry without one: names the provider kind and the command (never its path)."""
+    return _DEFAULT_DESCRIPTION.format(kind=_KIND_NAMES[entry.kind], command=os.path.basename(entry.command))
+
+
+def create_delegation_tool(
+    provider: Provider,
+    entry: EntryConfig,
+    *,
+    parent_cwd_of: ParentCwdOf | None = None,
+    jobs: Callable[[], JobRunner | None] | None = None,
+    hooks_of: HooksOf | None = None,
+) -> ToolDefinition:
+    """Build ``delegate_<entry name>`` for ``provider``, declaring the entry's ``timeout_ms``.
+
+    Args:
+        provider: the provider the tool starts runs on.
+        entry: the provider's validated entry (name, description, ``timeout_ms``).
+        parent_cwd_of: maps the call's ``agent`` token to the parent cwd; without it the parent cwd is unknown.
+        jobs: returns the job runner at call time; without one, background calls raise
+            ``background jobs unavailable``.
+        hooks_of: returns the per-call hooks of a foreground call.
+    """
+
+    async def delegate(args: DelegateArgs, ctx: ToolRunContext) -> JsonValue:
+        hooks = hooks_of(ctx) if hooks_of is not None else None
+        request = SubagentRequest(
+            label=args.label or entry.name,
+            prompt=[{"type": "text", "text": args.task}],
+            signal=ctx.signal,
+            parent_cwd=parent_cwd_of(ctx.agent) if parent_cwd_of is not None else None,
+            on_frame=hooks.on_frame if hooks is not None else None,
+        )
+        check_capabilities(provider, request)
+        if args.run_in_background:
+            return _start_background(provider, request, jobs() if jobs is not None else None)
+        run = await provider.start(request)
+        if hooks is not None and hooks.on_result is not None:
+            await _report_result(run, hooks.on_result)
+        return await settle_foreground_run(run)
+
+    return define_tool(
+        delegation_tool_name(entry.name),
+        entry.description if entry.description is not None else default_description(entry),
+        DelegateArgs,
+        _OUTPUT,
+        delegate,
+        timeout_ms=entry.timeout_ms,
+    )
+
+
+def _start_background(provider: Provider, request: SubagentRequest, jobs: JobRunner | None) -> JsonValue:
+    if jobs is None:
+        raise SubagentHostError(BACKGROUND_JOBS_UNAVAILABLE)
+
+    async def start(signal: CancelSignal, on_frame: FrameObserver) -> SubagentRun:
+        def observe(frame: StreamFrame) -> None:
+            on_frame(frame)
+            if request.on_frame is not None:
+                request.on_frame(frame)
+
+        job_request = SubagentRequest(
+            label=request.label,
+            prompt=request.prompt,
+            signal=signal,
+            parent_cwd=request.parent_cwd,
+            agent_options=request.agent_options,
+            on_frame=observe,
+        )
+        return await provider.start(job_request)
+
+    job_id = jobs.start(request.label, start)
+    return {"kind": "background", "job_id": job_id}
+
+
+async def _report_result(run: SubagentRun, on_result: Callable[[str, SubagentResult], None]) -> None:
+    try:
+        result = await run.result()
+    except Exception:  # result() never raises; if it does anyway, settle_foreground_run reports it after dispose
+        return
+    try:
+        on_result(run.id, result)
+    except Exception:  # containment boundary: a result observer never changes the call or skips the dispose
+        logger.exception("subagent-host: result observer failed for run %s", run.id)

@@ -1,0 +1,270 @@
+"""``subagent-host run`` as a real subprocess (``python -m host``) with configs in ``tmp_path``.
+
+``--json`` outputs are pinned in ``snapshots/cli/`` with the random ``run_id`` normalized to a placeholder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import psutil
+import pytest
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from tests.acp_provider._helpers import wait_for_file
+from tests.conftest import FAKE_ACP_AGENT, PYTHON
+from tests.snapshots import assert_snapshot
+
+pytestmark = pytest.mark.anyio
+
+# Two interpreter cold starts (the CLI and its child) plus the handshake: generous on a loaded CI box.
+CLI_TIMEOUT_S = 30
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_config(tmp_path: Path, entries: Mapping[str, Mapping[str, Any]]) -> Path:
+    """Write a TOML config with one ``[providers.<name>]`` table per entry (flat values and one ``env`` table)."""
+    lines: list[str] = []
+    for name, entry in entries.items():
+        lines.append(f'[providers."{name}"]')
+        for key, value in entry.items():
+            if key != "env":
+                lines.append(f"{key} = {json.dumps(value)}")
+        lines.append(f'[providers."{name}".env]')
+        lines.extend(f"{key} = {json.dumps(value)}" for key, value in entry.get("env", {}).items())
+    path = tmp_path / "subagent-host.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def acp_entry(**env: str) -> dict[str, Any]:
+    return {
+        "kind": "acp",
+        "command": PYTHON,
+        "args": [str(FAKE_ACP_AGENT)],
+        "dispose_eof_grace_ms": 300,
+        "dispose_grace_ms": 300,
+        "env": env,
+    }
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCK_") and k != "SUBAGENT_HOST_CONFIG"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return env
+
+
+async def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return await anyio.run_process([PYTHON, "-m", "host", "run", *args], cwd=cwd, env=cli_env(), check=False)
+
+
+def json_of(stdout: bytes) -> dict[str, Any]:
+    lines = stdout.decode().splitlines()
+    assert len(lines) == 1, lines
+    data = cast("dict[str, Any]", json.loads(lines[0]))
+    assert isinstance(data, dict)
+    if "run_id" in data:
+        assert isinstance(data["run_id"], str) and data["run_id"]
+        data["run_id"] = "<run_id>"
+    return data
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    return psutil.Process(pid).children(recursive=True)
+
+
+def assert_all_gone(processes: list[psutil.Process]) -> None:
+    for proc in processes:
+        try:
+            assert proc.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            pass
+
+
+async def test_default_echo_provider_prints_the_task(tmp_path: Path) -> None:
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("hello", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == "hello\n"
+
+
+async def test_json_completed_run_prints_one_object(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"acp": acp_entry(MOCK_TEXT="mock child answer")})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json_of(done.stdout)
+    assert data == {
+        "run_id": "<run_id>",
+        "provider": "acp",
+        "stop_reason": "completed",
+        "output": [{"type": "text", "text": "mock child answer"}],
+    }
+    assert_snapshot("cli", "completed", data)
+
+
+async def test_json_error_run_carries_the_diagnostic_and_exits_1(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"acp": acp_entry(MOCK_TEXT="partial", MOCK_STOP="max_turn_requests")})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
+    assert done.returncode == 1
+    data = json_of(done.stdout)
+    assert data["stop_reason"] == "error"
+    assert data["diagnostic"] == (
+        "Subagent failure (provider: ACP; stage: prompt; category: remote-limit; stop reason: max_turn_requests)"
+    )
+    assert_snapshot("cli", "error_with_diagnostic", data)
+
+
+async def test_text_mode_failure_goes_to_stderr_and_output_to_stdout(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"acp": acp_entry(MOCK_TEXT="partial", MOCK_STOP="max_turn_requests")})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "x", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.decode() == "partial\n"
+    assert done.stderr.decode().startswith(
+        "subagent run failed\nDiagnostic: Subagent failure (provider: ACP; stage: prompt; category: remote-limit"
+    )
+
+
+async def test_json_startup_rejection_prints_the_safe_message(tmp_path: Path) -> None:
+    entry = acp_entry()
+    entry["command"] = "/nonexistent/acp-agent-binary"
+    config = write_config(tmp_path, {"acp": entry})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
+    assert done.returncode == 1
+    data = json_of(done.stdout)
+    assert data == {
+        "provider": "acp",
+        "error": "subagent-acp: Subagent failure (provider: ACP; stage: process; category: process-start)",
+    }
+    assert_snapshot("cli", "startup_rejection", data)
+
+
+async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_124(tmp_path: Path) -> None:
+    entry = acp_entry(MOCK_HANG="1", MOCK_TEXT="partial")
+    entry["timeout_ms"] = 300
+    config = write_config(tmp_path, {"acp": entry})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
+    assert done.returncode == 124
+    data = json_of(done.stdout)
+    assert data == {
+        "run_id": "<run_id>",
+        "provider": "acp",
+        "stop_reason": "aborted",
+        "output": [{"type": "text", "text": "partial"}],
+        "error_code": "TOOL_TIMEOUT",
+        "error": "tool call timed out after 300ms",
+    }
+    assert_snapshot("cli", "tool_timeout", data)
+
+
+async def test_provider_option_selects_the_entry(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"one": acp_entry(MOCK_TEXT="from one"), "two": acp_entry(MOCK_TEXT="from two")})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--provider", "two", "x", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == "from two\n"
+
+
+async def test_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"acp": acp_entry()})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--provider", "nope", "--json", "x", cwd=tmp_path)
+    assert done.returncode == 2
+    message = 'subagent-host: unknown provider "nope" (configured: acp)'
+    assert done.stderr.decode() == message + "\n"
+    assert json_of(done.stdout) == {"error": message}
+    assert_snapshot("cli", "unknown_provider", json_of(done.stdout))
+
+
+async def test_bad_config_key_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    entry = acp_entry()
+    entry["dispose_grace"] = 5
+    config = write_config(tmp_path, {"acp": entry})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.decode() == 'subagent-acp: unknown config key "dispose_grace"\n'
+    data = json_of(done.stdout)
+    assert data == {"error": 'subagent-acp: unknown config key "dispose_grace"'}
+    assert_snapshot("cli", "config_error", data)
+
+
+async def test_help_documents_every_exit_status(tmp_path: Path) -> None:
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--help", cwd=tmp_path)
+    assert done.returncode == 0
+    text = done.stdout.decode()
+    for code in ("0 ", "1 ", "2 ", "124", "130", "143"):
+        assert f"\n  {code}" in text
+
+
+async def start_cli(*args: str, cwd: Path) -> Process:
+    return await anyio.open_process(
+        [PYTHON, "-m", "host", "run", *args], cwd=cwd, env=cli_env(), stdin=subprocess.DEVNULL
+    )
+
+
+async def read_line(process: Process) -> bytes:
+    assert process.stdout is not None
+    return await BufferedByteReceiveStream(process.stdout).receive_until(b"\n", 1 << 20)
+
+
+@pytest.mark.parametrize(("sent", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+async def test_signal_during_a_hanging_run_prints_the_aborted_result_and_leaves_no_survivor(
+    tmp_path: Path, sent: signal.Signals, status: int
+) -> None:
+    ready = tmp_path / "ready"
+    config = write_config(tmp_path, {"acp": acp_entry(MOCK_HANG="1", MOCK_TEXT="partial", MOCK_READY_FILE=str(ready))})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        async with await start_cli("--config", str(config), "--json", "x", cwd=tmp_path) as process:
+            await wait_for_file(ready)
+            children = descendants(process.pid)
+            assert children
+            process.send_signal(sent)
+            line = await read_line(process)
+            returncode = await process.wait()
+    assert returncode == status
+    data = json_of(line)
+    assert data == {
+        "run_id": "<run_id>",
+        "provider": "acp",
+        "stop_reason": "aborted",
+        "output": [{"type": "text", "text": "partial"}],
+    }
+    assert_all_gone(children)
+    assert_snapshot("cli", "interrupted", data)
+
+
+async def test_second_sigint_during_teardown_of_a_sigterm_trapping_child_still_kills_it(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    entry = acp_entry(MOCK_HANG="1", MOCK_TEXT="partial", MOCK_TRAP_SIGTERM="1", MOCK_READY_FILE=str(ready))
+    # A long EOF rung keeps the ladder busy while the second signal arrives.
+    entry["dispose_eof_grace_ms"] = 1000
+    config = write_config(tmp_path, {"acp": entry})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        async with await start_cli("--config", str(config), "--json", "x", cwd=tmp_path) as process:
+            while True:
+                # The trap writes `trap-armed` at start-up; `ready` follows once the chunk was sent.
+                if (await wait_for_file(ready)).strip() == "ready":
+                    break
+                await anyio.sleep(0.01)
+            children = descendants(process.pid)
+            process.send_signal(signal.SIGTERM)
+            line = await read_line(process)
+            process.send_signal(signal.SIGINT)
+            returncode = await process.wait()
+    assert returncode == 143
+    assert json_of(line)["stop_reason"] == "aborted"
+    assert_all_gone(children)
