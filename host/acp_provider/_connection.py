@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
@@ -134,6 +134,11 @@ class AcpConnection:
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method != "session/update":
             return  # extension and unknown notifications are ignored
+        update = params.get("update")
+        # A decoded JSON object is a plain dict: skip update_of's lenient checks on the streaming hot path.
+        if type(update) is dict:
+            self._on_update(cast("dict[str, object]", update))
+            return
         update = update_of(params)
         if update is not None:
             self._on_update(update)

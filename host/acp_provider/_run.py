@@ -370,13 +370,14 @@ class AcpRun(SubagentRun):
     # -- inline callbacks (reader and cancel listener) --------------------------------------------------------
 
     def _on_update(self, update: Mapping[str, object]) -> None:
-        if not self._published or self._journal.frozen:
+        journal = self._journal
+        if not self._published or journal.frozen:
             return
         for chunk in self._mapper.map_update(update):
             # A text delta is exactly a non-empty `agent_message_chunk` text (stream-and-results.md §9.1): the fold.
             if type(chunk) is TextDelta:
                 self._texts.append(chunk.text)
-            self._journal.chunk(chunk)
+            journal.chunk(chunk)
 
     def _decide_permission(self, params: Mapping[str, object]) -> dict[str, object]:
         if self._cancelled:

@@ -44,7 +44,7 @@ def encode_message(message: dict[str, Any]) -> bytes:
     return (_ENCODER.encode(message) + "\n").encode("utf-8")
 
 
-def parse_line(line: bytes) -> dict[str, Any] | None:
+def parse_line(line: bytes | bytearray) -> dict[str, Any] | None:
     """Decode one line (without its ``\\n``) into a JSON object, or ``None`` when it must be skipped."""
     try:
         text = line.decode("utf-8")

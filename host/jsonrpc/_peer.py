@@ -206,44 +206,56 @@ class JsonRpcPeer:
         await self._reader_done.wait()
 
     async def _read_until_closed(self) -> CloseReason:
-        receive_until = self._receive.receive_until
+        receive = self._receive.receive
         limit = self._max_line_bytes
-        # receive_until gives up once this many bytes are buffered without a newline: the line is then too long.
-        bound = limit + 1
+        # The bytes after the last newline seen: the start of a line still arriving.
+        buffer = bytearray()
         while not self._closed:
             try:
-                line = await receive_until(b"\n", bound)
-            except anyio.DelimiterNotFound:
-                return self._over_long_line()
+                data = await receive()
             except anyio.ClosedResourceError:
                 return "closed"
-            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                # IncompleteRead is EOF with or without a final fragment; the fragment is discarded.
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                # EOF with or without a final fragment; the fragment is discarded.
                 return "eof"
-            # receive_until returns a line already buffered in full without checking its length.
-            if len(line) > limit:
-                return self._over_long_line()
-            message = parse_line(line)
-            if message is None:
-                continue
-            # Classified inline rather than in per-message tasks: order is part of the contract (a notification
-            # read before a response is handled before that response's waiter runs), and a task per message
-            # would cost the streaming hot path more than the JSON decoding does.
-            method = message.get("method")
-            request_id = message.get("id")
-            if request_id is None:
-                if type(method) is str:
-                    self._deliver_notification(method, message.get("params"))
+            # Every complete line of one read is handled before the next read; a per-line receive_until would
+            # cost an awaited coroutine and a buffer copy per message on the streaming hot path.
+            scan_from = len(buffer)
+            buffer += data
+            start = 0
+            newline = buffer.find(b"\n", scan_from)
+            while newline >= 0:
+                if newline - start > limit:
+                    return self._over_long_line()
+                message = parse_line(buffer[start:newline])
+                start = newline + 1
+                newline = buffer.find(b"\n", start)
+                if message is None:
+                    continue
+                # Classified inline rather than in per-message tasks: order is part of the contract (a
+                # notification read before a response is handled before that response's waiter runs), and a task
+                # per message would cost the streaming hot path more than the JSON decoding does.
+                method = message.get("method")
+                request_id = message.get("id")
+                if request_id is None:
+                    if type(method) is str:
+                        self._deliver_notification(method, message.get("params"))
+                    else:
+                        logger.debug("skipping a JSON-RPC message with neither a method nor an id")
+                elif type(request_id) is not int and type(request_id) is not str:
+                    logger.debug("skipping a JSON-RPC message whose id is a %s", type(request_id).__name__)
+                elif method is None:
+                    self._settle_response(request_id, message)
+                elif type(method) is str:
+                    await self._answer(request_id, method, message.get("params"))
                 else:
-                    logger.debug("skipping a JSON-RPC message with neither a method nor an id")
-            elif type(request_id) is not int and type(request_id) is not str:
-                logger.debug("skipping a JSON-RPC message whose id is a %s", type(request_id).__name__)
-            elif method is None:
-                self._settle_response(request_id, message)
-            elif type(method) is str:
-                await self._answer(request_id, method, message.get("params"))
-            else:
-                logger.debug("skipping a JSON-RPC message whose method is a %s", type(method).__name__)
+                    logger.debug("skipping a JSON-RPC message whose method is a %s", type(method).__name__)
+                if self._closed:
+                    return "closed"
+            del buffer[:start]
+            # A line still missing its newline that is already over the limit can never become acceptable.
+            if len(buffer) > limit:
+                return self._over_long_line()
         return "closed"
 
     def _over_long_line(self) -> CloseReason:
@@ -256,7 +268,8 @@ class JsonRpcPeer:
         if callback is None:
             return
         try:
-            callback(method, _params_of(params))
+            # _params_of inlined: this runs once per streamed update.
+            callback(method, cast("dict[str, Any]", params) if type(params) is dict else {})
         except Exception:  # containment boundary: an observer's bug must not stop the reader
             logger.exception("JSON-RPC notification callback failed for %r", method)
 

@@ -8,13 +8,22 @@ an update keeps the fields it does not carry. Peer input is read leniently: anyt
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final, Literal, cast
+from typing import Final, Literal, TypeVar, cast
 
 from host.diagnostics import acp_tool_kind
-from host.stream._chunks import BlockStart, ReasoningDelta, StreamChunk, TextDelta, ToolCallChunk
+from host.stream._chunks import (
+    BlockStart,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    ToolCallChunk,
+    reasoning_delta,
+    text_delta,
+)
 
 __all__ = ["AcpChunkMapper"]
+
+_Opening = TypeVar("_Opening", BlockStart, ToolCallChunk)
 
 _CONTENT_UPDATES: Final[dict[str, Literal["text", "reasoning"]]] = {
     "agent_message_chunk": "text",
@@ -22,18 +31,14 @@ _CONTENT_UPDATES: Final[dict[str, Literal["text", "reasoning"]]] = {
 }
 
 
-@dataclass(slots=True)
-class _Current:
-    index: int
-    type: str
-
-
 class AcpChunkMapper:
     """One run's ACP update mapper; allocates the run's block indexes from 0."""
 
     def __init__(self) -> None:
         self._next_index = 0
-        self._current: _Current | None = None
+        # The current block: the index and block type the previous chunk targeted (-1/None before any chunk).
+        self._current_index = -1
+        self._current_type: str | None = None
         self._tool_calls: dict[str, ToolCallChunk] = {}
 
     def map_update(self, update: Mapping[str, object]) -> list[StreamChunk]:
@@ -41,34 +46,39 @@ class AcpChunkMapper:
         kind = update.get("sessionUpdate")
         if not isinstance(kind, str):
             return []
-        if kind in _CONTENT_UPDATES:
-            chunk = self._map_content(_CONTENT_UPDATES[kind], update.get("content"))
-        elif kind in ("tool_call", "tool_call_update"):
+        block_type = _CONTENT_UPDATES.get(kind)
+        if block_type is not None:
+            chunk = self._map_content(block_type, update.get("content"))
+        elif kind == "tool_call" or kind == "tool_call_update":
             chunk = self._map_tool_call(update, is_update=kind == "tool_call_update")
         else:
             chunk = None
-        if chunk is None:
-            return []
-        self._current = _Current(chunk.index, _chunk_block_type(chunk))
-        return [chunk]
+        return [] if chunk is None else [chunk]
 
     def _map_content(self, block_type: Literal["text", "reasoning"], content: object) -> StreamChunk | None:
-        if not isinstance(content, Mapping):
+        # Decoded JSON objects are plain dicts: test that first, the ABC check is slow on the streaming hot path.
+        if type(content) is not dict and not isinstance(content, Mapping):
             return None
-        content = cast(Mapping[str, object], content)
+        content = cast("Mapping[str, object]", content)
         content_type = content.get("type")
         if content_type != "text":
-            return BlockStart(
-                index=self._allocate(), block_type=content_type if isinstance(content_type, str) else "unknown"
+            return self._open(
+                BlockStart(
+                    index=self._allocate(), block_type=content_type if isinstance(content_type, str) else "unknown"
+                )
             )
         text = content.get("text")
         if not isinstance(text, str) or not text:
             return None
-        current = self._current
-        index = current.index if current is not None and current.type == block_type else self._allocate()
-        if block_type == "text":
-            return TextDelta(index=index, text=text)
-        return ReasoningDelta(index=index, text=text)
+        if self._current_type == block_type:
+            index = self._current_index
+        else:
+            index = self._current_index = self._allocate()
+            self._current_type = block_type
+        if type(text) is not str:  # a str subclass: let validation normalise it, as before
+            return TextDelta(index=index, text=text) if block_type == "text" else ReasoningDelta(index=index, text=text)
+        # The hot path: every value is checked above, so the delta is built without validation.
+        return text_delta(index, text) if block_type == "text" else reasoning_delta(index, text)
 
     def _map_tool_call(self, update: Mapping[str, object], *, is_update: bool) -> ToolCallChunk | None:
         tool_call_id = update.get("toolCallId")
@@ -96,19 +106,15 @@ class AcpChunkMapper:
                 title=title if isinstance(title, str) else None,
             )
         self._tool_calls[tool_call_id] = chunk
+        return self._open(chunk)
+
+    def _open(self, chunk: _Opening) -> _Opening:
+        """Make ``chunk``'s block the current one (a block start's type is its ``block_type``)."""
+        self._current_index = chunk.index
+        self._current_type = chunk.block_type if isinstance(chunk, BlockStart) else chunk.type
         return chunk
 
     def _allocate(self) -> int:
         index = self._next_index
         self._next_index += 1
         return index
-
-
-def _chunk_block_type(chunk: StreamChunk) -> str:
-    if isinstance(chunk, TextDelta):
-        return "text"
-    if isinstance(chunk, ReasoningDelta):
-        return "reasoning"
-    if isinstance(chunk, BlockStart):
-        return chunk.block_type
-    return chunk.type

@@ -39,14 +39,17 @@ class BlockAssembler:
 
     def feed(self, chunk: StreamChunk) -> None:
         """Apply one chunk."""
-        block = self._blocks.get(chunk.index)
-        if isinstance(chunk, TextDelta | ReasoningDelta):
+        # Exact-type tests first: deltas are nearly every chunk of a run, and the union isinstance costs more.
+        if type(chunk) is TextDelta or type(chunk) is ReasoningDelta or isinstance(chunk, TextDelta | ReasoningDelta):
             block_type = "text" if isinstance(chunk, TextDelta) else "reasoning"
+            block = self._blocks.get(chunk.index)
             if block is None:
                 self._blocks[chunk.index] = _Block(block_type, parts=[chunk.text])
             elif block.closed is None and block.type == block_type:
                 block.parts.append(chunk.text)
-        elif isinstance(chunk, ToolCallChunk):
+            return
+        block = self._blocks.get(chunk.index)
+        if isinstance(chunk, ToolCallChunk):
             if block is None:
                 self._blocks[chunk.index] = _Block("tool-call", tool_call=chunk)
             elif block.closed is None and block.type == "tool-call":

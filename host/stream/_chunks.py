@@ -1,12 +1,13 @@
 """The normalized stream chunk vocabulary both providers map their child's live updates into.
 
 Chunks are frozen pydantic models discriminated by ``type``; ``index`` is a host-allocated block index, unique
-within a run. Fields are snake_case in Python and in the serialized form.
+within a run. Fields are snake_case in Python and in the serialized form. ``text_delta``/``reasoning_delta`` build
+deltas from already-checked values without validation, for the streaming hot path.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -19,8 +20,13 @@ __all__ = [
     "StreamChunk",
     "TextDelta",
     "ToolCallChunk",
+    "construct_trusted",
+    "reasoning_delta",
     "stream_chunk_adapter",
+    "text_delta",
 ]
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class _Chunk(BaseModel):
@@ -75,3 +81,41 @@ StreamChunk: TypeAlias = Annotated[
 
 stream_chunk_adapter: TypeAdapter[StreamChunk] = TypeAdapter(StreamChunk)
 """Validates a serialized chunk back into its model (by ``type``)."""
+
+
+_new_instance: Final = object.__new__
+_set_slot: Final = object.__setattr__
+_DELTA_FIELDS_SET: Final = frozenset({"index", "text"})
+
+
+def construct_trusted(cls: type[_M], values: dict[str, Any], fields_set: frozenset[str]) -> _M:
+    """Build a model from host-checked values without validating them (the streaming hot path).
+
+    Equivalent to ``cls(**explicit)`` when ``values`` holds every field, in declaration order, each already of its
+    field's type, and ``fields_set`` names the explicitly passed ones. It sets exactly the four slots pydantic's own
+    ``model_construct`` sets, without its per-field alias and default resolution, which costs more than validating.
+    """
+    model = _new_instance(cls)
+    _set_slot(model, "__dict__", values)
+    _set_slot(model, "__pydantic_fields_set__", set(fields_set))
+    _set_slot(model, "__pydantic_extra__", None)
+    _set_slot(model, "__pydantic_private__", None)
+    return model
+
+
+def text_delta(index: int, text: str) -> TextDelta:
+    """``TextDelta(index=index, text=text)`` for values the caller already checked (no validation)."""
+    # construct_trusted inlined: this runs once per streamed chunk.
+    delta = _new_instance(TextDelta)
+    _set_slot(delta, "__dict__", {"index": index, "type": "text-delta", "text": text})
+    _set_slot(delta, "__pydantic_fields_set__", set(_DELTA_FIELDS_SET))
+    _set_slot(delta, "__pydantic_extra__", None)
+    _set_slot(delta, "__pydantic_private__", None)
+    return delta
+
+
+def reasoning_delta(index: int, text: str) -> ReasoningDelta:
+    """``ReasoningDelta(index=index, text=text)`` for values the caller already checked (no validation)."""
+    return construct_trusted(
+        ReasoningDelta, {"index": index, "type": "reasoning-delta", "text": text}, _DELTA_FIELDS_SET
+    )

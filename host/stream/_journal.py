@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from host.diagnostics import SubagentResult
 from host.stream._assembler import BlockAssembler
-from host.stream._chunks import StreamChunk
+from host.stream._chunks import StreamChunk, construct_trusted
 
 __all__ = [
     "ChunkFrame",
@@ -36,6 +36,8 @@ TranscriptEventType: TypeAlias = Literal["run/start", "assistant/message", "assi
 _OBSERVER_FAILED: Final = "subagent-host: stream observer failed for run %s: %s"
 # Stop reasons whose assembly is a finished message; every other outcome keeps only its stream (an attempt).
 _MESSAGE_STOP_REASONS: Final = frozenset({"completed", "max-tokens", "refusal"})
+# The explicitly set fields of a chunk frame, as if built with ``ChunkFrame(run_id=..., chunk=...)``.
+_FRAME_SET: Final = frozenset({"run_id", "chunk"})
 
 
 class TranscriptEvent(BaseModel):
@@ -130,10 +132,15 @@ class RunJournal:
         """Feed, record and deliver one chunk synchronously; a no-op once the run is frozen."""
         if self._frozen:
             return
-        self.publish()
+        if not self._published:
+            self.publish()
         self._assembler.feed(chunk)
         self._stream.append(chunk)
-        self._deliver(ChunkFrame(run_id=self._run_id, chunk=chunk))
+        # No observer, no frame: the streaming hot path builds nothing it would throw away.
+        if self._on_frame is not None:
+            self._deliver(
+                construct_trusted(ChunkFrame, {"type": "chunk", "run_id": self._run_id, "chunk": chunk}, _FRAME_SET)
+            )
 
     def freeze(self) -> None:
         """Fix the stream: later chunks are dropped. Idempotent."""
