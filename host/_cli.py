@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TextIO
 
 import anyio
@@ -123,7 +123,7 @@ class _Invocation:
 
     provider: str
     as_json: bool
-    streamed: str = ""
+    pieces: list[str] = field(default_factory=list[str])
     run_id: str | None = None
     result: SubagentResult | None = None
     received: signal.Signals | None = None
@@ -131,7 +131,7 @@ class _Invocation:
 
     def on_frame(self, frame: StreamFrame) -> None:
         if isinstance(frame, ChunkFrame) and isinstance(frame.chunk, TextDelta):
-            self.streamed += frame.chunk.text
+            self.pieces.append(frame.chunk.text)  # joined once at the end: += would be quadratic in chunks
             if not self.as_json:
                 _write(sys.stdout, frame.chunk.text)
 
@@ -176,13 +176,14 @@ class _Invocation:
 
     def report_text(self, tool_result: ToolResult | None) -> None:
         error = _failure_of(tool_result)
+        streamed = "".join(self.pieces)
         if self.result is not None and self.result.stop_reason == "completed":
             final = text_of(self.result.output)
-            rest = final[len(self.streamed) :] if final.startswith(self.streamed) else final
+            rest = final[len(streamed) :] if final.startswith(streamed) else final
             _write(sys.stdout, rest)
-            shown = self.streamed + rest
+            shown = streamed + rest
         else:
-            shown = self.streamed
+            shown = streamed
         if shown and not shown.endswith("\n"):
             _write(sys.stdout, "\n")
         if error is not None and (_is_timeout(error) or self.result is None or self.result.stop_reason == "completed"):
