@@ -8,6 +8,7 @@ printed at once, then the child goes down through the full teardown ladder (a re
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import os
@@ -70,17 +71,40 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, and return the exit status."""
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    if not args.task:
-        parser.error("TASK must not be empty")
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):
+        # Child text may hold lone surrogates; showing them escaped beats dying with UnicodeEncodeError.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    parser, run_parser = _build_parsers()
+    try:
+        args = parser.parse_args(arguments)
+        if not args.task:
+            raise _ArgumentError("TASK must not be empty", run_parser.format_usage())
+    except _ArgumentError as exc:
+        # A usage error keeps the --json promise: one object on stdout (argparse itself would print only usage).
+        _write(sys.stderr, exc.usage)
+        return _usage_failure(f"subagent-host: {exc}", "--json" in arguments)
     logging.basicConfig(level=logging.WARNING, format="subagent-host: %(levelname)s %(name)s: %(message)s")
     options = _Options(task=args.task, config=args.config, provider=args.provider, cwd=args.cwd, as_json=args.json)
     return anyio.run(_run, options)
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _ArgumentError(Exception):
+    """argparse rejected the command line (raised instead of exiting, so --json can still answer)."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _ArgumentError(message, self.format_usage())
+
+
+def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    parser = _Parser(
         prog="subagent-host",
         description="Run a subtask in an out-of-process ACP or DSH SDK child agent.",
         epilog=_EPILOG,
@@ -101,7 +125,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd", metavar="DIR", help="the parent workspace the child works in (default: .)")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     run.add_argument("task", metavar="TASK", help="the task for the child agent")
-    return parser
+    return parser, run
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +172,7 @@ class _Invocation:
             return
         self.printed = True
         if self.as_json:
-            _write(sys.stdout, json.dumps(self.json_object(tool_result), ensure_ascii=False) + "\n")
+            _write(sys.stdout, _json_line(self.json_object(tool_result)))
         else:
             self.report_text(tool_result)
 
@@ -260,7 +284,7 @@ def _workspace(cwd: str | None) -> str:
 def _usage_failure(message: str, as_json: bool) -> int:
     _write(sys.stderr, message + "\n")
     if as_json:
-        _write(sys.stdout, json.dumps({"error": message}, ensure_ascii=False) + "\n")
+        _write(sys.stdout, _json_line({"error": message}))
     return EXIT_USAGE
 
 
@@ -270,6 +294,17 @@ def _failure_of(tool_result: ToolResult | None) -> ToolFailure | None:
 
 def _is_timeout(failure: ToolFailure) -> bool:
     return failure.error.info is not None and failure.error.info.code == TOOL_TIMEOUT
+
+
+def _json_line(obj: dict[str, Any]) -> str:
+    """One JSON object and a newline; readable UTF-8, or ASCII escapes when the text holds lone surrogates."""
+    line = json.dumps(obj, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        # A child may stream half of a surrogate pair; `\udxxx` escapes keep the object valid and lossless.
+        line = json.dumps(obj, ensure_ascii=True)
+    return line + "\n"
 
 
 def _write(stream: TextIO, text: str) -> None:
