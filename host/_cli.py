@@ -66,16 +66,20 @@ config lookup: --config, then $SUBAGENT_HOST_CONFIG, then ./subagent-host.toml, 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """The ``subagent-host`` console script: run the command and exit with its status."""
-    sys.exit(run_cli(argv))
-
-
-def run_cli(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default ``sys.argv[1:]``), run the command, and return the exit status."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
     for stream in (sys.stdout, sys.stderr):
         # Child text may hold lone surrogates; showing them escaped beats dying with UnicodeEncodeError.
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    sys.exit(run_cli(argv, owns_process=True))
+
+
+def run_cli(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the command, and return the exit status.
+
+    With ``owns_process`` (the console script), SIGINT/SIGTERM are ignored once the run has ended, so a late or
+    repeated signal cannot kill the process before it prints its result and exits with its status.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
     parser, run_parser = _build_parsers()
     try:
         args = parser.parse_args(arguments)
@@ -86,7 +90,14 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         _write(sys.stderr, exc.usage)
         return _usage_failure(f"subagent-host: {exc}", "--json" in arguments)
     logging.basicConfig(level=logging.WARNING, format="subagent-host: %(levelname)s %(name)s: %(message)s")
-    options = _Options(task=args.task, config=args.config, provider=args.provider, cwd=args.cwd, as_json=args.json)
+    options = _Options(
+        task=args.task,
+        config=args.config,
+        provider=args.provider,
+        cwd=args.cwd,
+        as_json=args.json,
+        owns_process=owns_process,
+    )
     return anyio.run(_run, options)
 
 
@@ -135,6 +146,7 @@ class _Options:
     provider: str | None
     cwd: str | None
     as_json: bool
+    owns_process: bool
 
 
 class _UsageError(Exception):
@@ -254,6 +266,11 @@ async def _run(options: _Options) -> int:
                     delegation_tool_name(provider), {"task": options.task}, signal=controller.signal, hooks=hooks
                 )
             watchers.cancel_scope.cancel()
+    if options.owns_process:
+        # The receiver restored the default handlers; the run is over, so a late (or repeated) signal must not kill
+        # the process before it prints its result and exits with the status of the first signal.
+        for signum in _SIGNAL_EXITS:
+            signal.signal(signum, signal.SIG_IGN)
     # The signal watcher is the only task the group cancels; nothing swallows an error of the call itself.
     assert tool_result is not None
     invocation.report(tool_result)

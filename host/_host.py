@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import Any, Final, Protocol
@@ -82,18 +82,21 @@ class Host:
         registry = ToolRegistry()
         # First, so its budget is the outermost wrapper and covers everything inside (tool-registry.md §11.2).
         install_timeout_policy(registry)
+        self._unregister: list[Callable[[], None]] = []
         for name, entry in config.providers.items():
-            registry.register(
-                create_delegation_tool(
-                    self._providers[name],
-                    entry,
-                    parent_cwd_of=parent_cwd_of,
-                    jobs=self._live_jobs,
-                    hooks_of=self._hooks_of,
+            self._unregister.append(
+                registry.register(
+                    create_delegation_tool(
+                        self._providers[name],
+                        entry,
+                        parent_cwd_of=parent_cwd_of,
+                        jobs=self._live_jobs,
+                        hooks_of=self._hooks_of,
+                    )
                 )
             )
         for definition in create_job_tools(self._live_jobs).values():
-            registry.register(definition)
+            self._unregister.append(registry.register(definition))
         self._registry = registry
 
     @classmethod
@@ -219,6 +222,10 @@ class Host:
             async with anyio.create_task_group() as group:
                 for provider in self._providers.values():
                     group.start_soon(_close_provider, provider)
+            # A closed host offers nothing: its providers and tools are unregistered (acp-provider.md §14.10).
+            self._providers.clear()
+            for unregister in self._unregister:
+                unregister()
 
 
 async def _close_provider(provider: _ClosableProvider) -> None:
