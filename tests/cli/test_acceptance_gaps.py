@@ -28,7 +28,7 @@ from tests.cli.test_cli import (
     write_config,
 )
 from tests.conftest import PYTHON
-from tests.snapshots import snapshot_path
+from tests.snapshots import assert_snapshot, snapshot_path
 
 pytestmark = pytest.mark.anyio
 
@@ -70,6 +70,8 @@ async def test_json_object_of_every_acp_snapshot_scenario_is_the_result_plus_run
         status = 0 if result["stop_reason"] == "completed" else 1
         expected[name] = (status, {"run_id": "<run_id>", "provider": "acp", **result})
     assert actual == expected
+    for name in SCENARIOS:
+        assert_snapshot("acp", f"cli_{name}", actual[name][1])
 
 
 async def test_cwd_option_is_the_child_workspace_and_defaults_to_the_current_directory(tmp_path: Path) -> None:

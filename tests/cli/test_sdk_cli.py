@@ -19,6 +19,7 @@ import pytest
 from tests.cli.test_cli import CLI_TIMEOUT_S, json_of, read_line, run_cli, start_cli
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON, REPO_ROOT
 from tests.sdk_provider._helpers import pid_alive, wait_for_file
+from tests.snapshots import assert_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -107,12 +108,14 @@ async def run_json(tmp_path: Path, entry: dict[str, Any]) -> subprocess.Complete
 async def test_json_completed_sdk_run_prints_one_object_and_exits_0(tmp_path: Path) -> None:
     done = await run_json(tmp_path, sdk_entry(FAKE_TEXT="hello from sdk child"))
     assert done.returncode == 0, done.stderr
-    assert json_of(done.stdout) == {
+    data = json_of(done.stdout)
+    assert data == {
         "run_id": "<run_id>",
         "provider": "dsh-sdk",
         "stop_reason": "completed",
         "output": [{"type": "text", "text": "hello from sdk child"}],
     }
+    assert_snapshot("sdk", "cli_completed", data)
 
 
 async def test_json_without_switches_echoes_the_task(tmp_path: Path) -> None:
@@ -124,24 +127,28 @@ async def test_json_without_switches_echoes_the_task(tmp_path: Path) -> None:
 async def test_json_child_error_carries_the_diagnostic_and_partial_output_and_exits_1(tmp_path: Path) -> None:
     done = await run_json(tmp_path, sdk_entry(FAKE_REASON_KIND="error", FAKE_TEXT="partial answer"))
     assert done.returncode == 1
-    assert json_of(done.stdout) == {
+    data = json_of(done.stdout)
+    assert data == {
         "run_id": "<run_id>",
         "provider": "dsh-sdk",
         "stop_reason": "error",
         "output": [{"type": "text", "text": "partial answer"}],
         "diagnostic": "Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)",
     }
+    assert_snapshot("sdk", "cli_child_error", data)
 
 
 async def test_json_startup_rejection_prints_the_safe_message_without_stderr_secrets(tmp_path: Path) -> None:
     entry = sdk_entry(FAKE_EXIT_BEFORE_INIT="1", FAKE_STDERR="scripted boot failure at /private/path SECRET_TOKEN")
     done = await run_json(tmp_path, entry)
     assert done.returncode == 1
-    assert json_of(done.stdout) == {
+    data = json_of(done.stdout)
+    assert data == {
         "provider": "dsh-sdk",
         "error": "subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: transport)",
     }
     assert_secret_free(done.stdout.decode())
+    assert_snapshot("sdk", "cli_startup_rejection", data)
 
 
 async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_124(tmp_path: Path) -> None:
@@ -149,7 +156,8 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
     entry["timeout_ms"] = 300
     done = await run_json(tmp_path, entry)
     assert done.returncode == 124
-    assert json_of(done.stdout) == {
+    data = json_of(done.stdout)
+    assert data == {
         "run_id": "<run_id>",
         "provider": "dsh-sdk",
         "stop_reason": "aborted",
@@ -157,6 +165,7 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 300ms",
     }
+    assert_snapshot("sdk", "cli_tool_timeout", data)
 
 
 async def test_json_bad_sdk_key_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
@@ -165,7 +174,9 @@ async def test_json_bad_sdk_key_is_a_config_error_naming_the_key(tmp_path: Path)
     done = await run_json(tmp_path, entry)
     assert done.returncode == 2
     assert done.stderr.decode() == 'subagent-dsh-sdk: unknown config key "dshHome"\n'
-    assert json_of(done.stdout) == {"error": 'subagent-dsh-sdk: unknown config key "dshHome"'}
+    data = json_of(done.stdout)
+    assert data == {"error": 'subagent-dsh-sdk: unknown config key "dshHome"'}
+    assert_snapshot("sdk", "cli_config_error", data)
 
 
 @pytest.mark.parametrize(
