@@ -10,23 +10,16 @@ from __future__ import annotations
 
 import logging
 import math
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
-from host._exceptions import (
-    AcpConnectionClosed,
-    AcpResponseError,
-    AcpRunFailure,
-    AggregateError,
-    StartAbortedError,
-    SubagentHostError,
-)
+from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError, SubagentHostError
 from host._json import ContentBlock
+from host._provider_support import ChildRun, RunContext
 from host._run import SubagentRequest, SubagentRun
 from host.acp_provider._connection import AcpConnection
 from host.acp_provider._wire import (
@@ -37,7 +30,6 @@ from host.acp_provider._wire import (
     prompt_text_blocks,
     session_id_of,
 )
-from host.cancel import CancelSignal
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
@@ -48,10 +40,9 @@ from host.diagnostics import (
     acp_diagnostic,
     acp_run_failure,
     call_error_sink,
-    settle_run_result,
 )
 from host.process import ProcessHandle, ProcessOutcome, build_child_env, run_teardown_ladder, spawn_managed
-from host.stream import AcpChunkMapper, RunJournal, TextDelta, TranscriptEvent
+from host.stream import AcpChunkMapper, TextDelta
 
 __all__ = [
     "NO_SESSION_ID_MESSAGE",
@@ -72,7 +63,7 @@ NO_SESSION_ID_MESSAGE: Final = "ACP child published without a session id"
 TEARDOWN_AGGREGATE_MESSAGE: Final = "ACP subprocess teardown failed"
 """Message of the ladder's ``AggregateError`` when several rungs failed (raw, host-only)."""
 
-# Bounds how long a cancelling dispose() lets the run task write `session/cancel` before stdin closes.
+# Bounds the run task's `session/cancel` write after a local cancel (dispose waits for it, bounded, before the ladder).
 _CANCEL_WRITE_TIMEOUT_S: Final = 1.0
 # Bounds waiting for the reader task to stop after the ladder closed the pipes.
 _READER_STOP_TIMEOUT_S: Final = 1.0
@@ -123,97 +114,28 @@ def _is_auth_required(raw: BaseException) -> bool:
     return isinstance(raw, AcpResponseError) and type(raw.code) is int and raw.code == AUTH_REQUIRED_CODE
 
 
-def _noop() -> None:
-    pass
+class AcpRun(ChildRun):
+    """The state of one run: its child, connection, output fold, decision and the ACP handshake and prompt."""
 
-
-class AcpRun(SubagentRun):
-    """The state of one run: its child, connection, output fold, stream journal, decision and settlement."""
-
-    def __init__(
-        self,
-        *,
-        run_id: str,
-        request: SubagentRequest,
-        spec: AcpRunSpec,
-        handle: ProcessHandle,
-        task_group: TaskGroup,
-        on_error: ErrorSink | None,
-        provider_name: str,
-    ) -> None:
-        self._id = run_id
-        self._signal: CancelSignal = request.signal
+    def __init__(self, context: RunContext, *, spec: AcpRunSpec, handle: ProcessHandle) -> None:
+        super().__init__(
+            context, kind="acp", release=self._tear_down_child, start_aborted_message=START_ABORTED_MESSAGE
+        )
         self._spec = spec
         self._handle = handle
-        self._task_group = task_group
-        self._on_error = on_error
-        self._prompt_blocks = prompt_text_blocks(request.prompt)
-        self._journal = RunJournal(run_id, provider_name, "acp", request.on_frame)
+        self._prompt_blocks = prompt_text_blocks(context.request.prompt)
         self._mapper = AcpChunkMapper()
         self._texts: list[str] = []
-        self._output: list[ContentBlock] | None = None
+        self._frozen_output: list[ContentBlock] | None = None
         self._decision: PermissionDecision | None = None
         self._failure_facts: AcpFailureFacts | None = None
         self._session_id: str | None = None
-        self._published = False
-        self._cancelled = False
-        self._startup_scope: anyio.CancelScope | None = None
-        self._attempt_scope: anyio.CancelScope | None = None
         self._prompt_outstanding = False
         self._session_cancel_due = False
-        self._result: SubagentResult | None = None
-        self._settled = anyio.Event()
-        self._prompt_task_done = anyio.Event()
         self._reader_done = anyio.Event()
-        self._remove_listener: Callable[[], None] = _noop
-        self._teardown_done: anyio.Event | None = None
-        self._teardown_error: Exception | None = None
-        self._dispose_done: anyio.Event | None = None
-        self._dispose_error: AcpRunFailure | None = None
         self._conn = AcpConnection(
             send=handle.stdin, receive=handle.stdout, on_update=self._on_update, on_permission=self._decide_permission
         )
-
-    # -- SubagentRun -------------------------------------------------------------------------------------------
-
-    @property
-    def id(self) -> str:
-        """The host-minted run id (never the child's ``sessionId``)."""
-        return self._id
-
-    @property
-    def transcript(self) -> tuple[TranscriptEvent, ...]:
-        """A snapshot of the run's transcript."""
-        return self._journal.transcript
-
-    @property
-    def disposed(self) -> bool:
-        """Whether ``dispose()`` has completed."""
-        return self._dispose_done is not None and self._dispose_done.is_set()
-
-    async def result(self) -> SubagentResult:
-        """Wait for the settled result; never raises."""
-        await self._settled.wait()
-        assert self._result is not None
-        return self._result
-
-    async def dispose(self) -> None:
-        """Cancel locally, then run the teardown ladder once; every call sees the same outcome.
-
-        Raises:
-            AcpRunFailure: the ladder failed (``stage: teardown``); the raw error is its ``__cause__``.
-        """
-        if self._dispose_done is None:
-            self._dispose_done = anyio.Event()
-            try:
-                with anyio.CancelScope(shield=True):
-                    self._dispose_error = await self._dispose_once()
-            finally:
-                self._dispose_done.set()
-        else:
-            await self._dispose_done.wait()
-        if self._dispose_error is not None:
-            raise self._dispose_error
 
     # -- startup -----------------------------------------------------------------------------------------------
 
@@ -223,26 +145,17 @@ class AcpRun(SubagentRun):
 
     async def start_up(self) -> None:
         """Race the handshake against local cancel; publish, or roll back and raise (acp-provider.md §5)."""
-        self._remove_listener = self._signal.add_listener(self._on_cancel)
-        if self._signal.cancelled:  # the signal may have fired during spawn, before the listener existed
-            self._on_cancel(self._signal)
+        self._listen()
         failure: _StartupFailure | None = None
-        with anyio.CancelScope() as scope:
-            self._startup_scope = scope
-            if self._cancelled:
-                scope.cancel()
+        with self._interruptible():
             failure = await self._handshake()
-        self._startup_scope = None
         cancelled = self._signal.cancelled or self._cancelled
         if failure is None and not cancelled:
-            self._publish()
+            self._publish(self._drive_prompt, name=f"ACP prompt of run {self._id}")
             return
         self._remove_listener_once()
         if cancelled:
-            teardown_error = await self._shared_teardown()
-            if teardown_error is None:
-                raise StartAbortedError(START_ABORTED_MESSAGE)
-            raise AggregateError([self._teardown_failure(teardown_error)])
+            await self._roll_back(None)
         assert failure is not None
         facts = failure.facts
         if facts is None:
@@ -255,17 +168,13 @@ class AcpRun(SubagentRun):
                 else AcpFailureFacts(failure.stage, "transport")
             )
         call_error_sink(self._on_error, failure.raw)
-        teardown_error = await self._shared_teardown()
-        startup_failure = acp_run_failure(facts, failure.raw)
-        if teardown_error is None:
-            raise startup_failure
-        raise AggregateError([startup_failure, self._teardown_failure(teardown_error)])
+        await self._roll_back(acp_run_failure(facts, failure.raw))
 
     async def roll_back_interrupted_start(self) -> None:
         """Tear the private child down after ``start_up`` was interrupted by the caller's own cancellation."""
         self._remove_listener_once()
         with anyio.CancelScope(shield=True):
-            await self._shared_teardown()
+            await self._release_once()
 
     async def _handshake(self) -> _StartupFailure | None:
         try:
@@ -290,40 +199,19 @@ class AcpRun(SubagentRun):
             return _StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required"))
         return _StartupFailure(stage, raw)
 
-    def _publish(self) -> None:
-        self._published = True
-        self._journal.publish()
-        self._task_group.start_soon(self._drive_prompt, name=f"ACP prompt of run {self._id}")
-
     # -- the published attempt ---------------------------------------------------------------------------------
 
     async def _drive_prompt(self) -> None:
-        try:
-            result = await settle_run_result(
-                self._attempt,
-                collect_output=self._collect_output,
-                collect_diagnostic=self._failure_diagnostic,
-                cancelled=lambda: self._cancelled,
-                on_error=self._on_error,
-                remove_listener=self._remove_listener_once,
-            )
-            self._settle(result, locally_cancelled=self._cancelled)
-            if self._session_cancel_due and self._session_id is not None:
-                self._session_cancel_due = False
-                with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT_S):
-                    await self._conn.cancel(self._session_id)
-        finally:
-            # Only reached unsettled when the host's task group itself is being cancelled.
-            self._settle(SubagentResult(output=self._collect_output(), stop_reason="aborted"), locally_cancelled=True)
-            self._prompt_task_done.set()
+        await self._settle_attempt(self._attempt, collect_diagnostic=self._failure_diagnostic)
+        if self._session_cancel_due and self._session_id is not None:
+            self._session_cancel_due = False
+            with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT_S):
+                await self._conn.cancel(self._session_id)
 
     async def _attempt(self) -> SubagentResult:
         session_id = self._session_id
         assert session_id is not None
-        with anyio.CancelScope() as scope:
-            self._attempt_scope = scope
-            if self._cancelled:
-                scope.cancel()
+        with self._interruptible():
             self._prompt_outstanding = True
             try:
                 response = await self._conn.prompt(
@@ -336,7 +224,6 @@ class AcpRun(SubagentRun):
                 raise
             finally:
                 self._prompt_outstanding = False
-                self._attempt_scope = None
             return self._result_of(response)
         # Local cancel: settlement turns this placeholder into `aborted` with the partial output.
         return SubagentResult(output=[], stop_reason="aborted")
@@ -348,7 +235,7 @@ class AcpRun(SubagentRun):
             category: Literal["remote-limit", "unknown"] = "remote-limit" if fact == "max_turn_requests" else "unknown"
             facts = AcpFailureFacts("prompt", category, stop_reason=fact)
         diagnostic = None if stop_reason == "completed" else acp_diagnostic(facts, self._decision)
-        return SubagentResult(output=self._collect_output(), stop_reason=stop_reason, diagnostic=diagnostic)
+        return SubagentResult(output=self._output(), stop_reason=stop_reason, diagnostic=diagnostic)
 
     async def _classify_prompt_failure(self, raw: BaseException) -> AcpFailureFacts:
         if _is_auth_required(raw):
@@ -387,49 +274,26 @@ class AcpRun(SubagentRun):
             self._decision = choice.decision
         return choice.answer
 
-    def _on_cancel(self, signal: CancelSignal) -> None:
-        self._local_cancel()
-
     def _local_cancel(self) -> None:
-        if self._cancelled:
-            return
-        self._cancelled = True
-        if self._startup_scope is not None:
-            self._startup_scope.cancel()
-        if not self._published:
-            return
-        if self._prompt_outstanding:
+        if not self._cancelled and self._published and self._prompt_outstanding:
+            # ACP §cancel: the run task writes `session/cancel` for the prompt this cancel interrupts.
             self._session_cancel_due = True
-        self._settle(SubagentResult(output=self._collect_output(), stop_reason="aborted"), locally_cancelled=True)
-        if self._attempt_scope is not None:
-            self._attempt_scope.cancel()
+        super()._local_cancel()
 
     def _freeze_on_response(self, response: object) -> None:
         # Inline in the reader while it processes the prompt response: later lines can no longer reach the run.
         self._freeze()
 
     def _freeze(self) -> None:
-        if self._output is None:
+        if self._frozen_output is None:
             joined = "".join(self._texts)
-            self._output = [{"type": "text", "text": joined}] if joined else []
+            self._frozen_output = [{"type": "text", "text": joined}] if joined else []
         self._journal.freeze()
 
-    def _collect_output(self) -> list[ContentBlock]:
+    def _output(self) -> list[ContentBlock]:
         self._freeze()
-        assert self._output is not None
-        return [dict(block) for block in self._output]
-
-    def _settle(self, result: SubagentResult, *, locally_cancelled: bool) -> None:
-        if self._result is not None:
-            return
-        self._freeze()
-        self._result = result
-        self._journal.finish(result, locally_cancelled=locally_cancelled)
-        self._settled.set()
-
-    def _remove_listener_once(self) -> None:
-        remove, self._remove_listener = self._remove_listener, _noop
-        remove()
+        assert self._frozen_output is not None
+        return [dict(block) for block in self._frozen_output]
 
     # -- reader and teardown -----------------------------------------------------------------------------------
 
@@ -441,39 +305,18 @@ class AcpRun(SubagentRun):
         finally:
             self._reader_done.set()
 
-    async def _dispose_once(self) -> AcpRunFailure | None:
-        self._remove_listener_once()
-        self._local_cancel()
-        if self._published:
-            # Let the run task write `session/cancel` before the ladder closes stdin (bounded).
-            with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT_S):
-                await self._prompt_task_done.wait()
-        teardown_error = await self._shared_teardown()
-        return self._teardown_failure(teardown_error) if teardown_error is not None else None
+    async def _tear_down_child(self) -> None:
+        """The release: the ladder, then close the connection and let the reader stop (bounded)."""
+        try:
+            await run_teardown_ladder(
+                self._handle, eof_grace_ms=self._spec.dispose_eof_grace_ms, aggregate_message=TEARDOWN_AGGREGATE_MESSAGE
+            )
+        finally:
+            self._conn.close()
+            with anyio.move_on_after(_READER_STOP_TIMEOUT_S):
+                await self._reader_done.wait()
 
-    async def _shared_teardown(self) -> Exception | None:
-        """Run the ladder once per child (rollback and dispose share it); return its raw error, if any."""
-        if self._teardown_done is None:
-            self._teardown_done = anyio.Event()
-            with anyio.CancelScope(shield=True):
-                try:
-                    await run_teardown_ladder(
-                        self._handle,
-                        eof_grace_ms=self._spec.dispose_eof_grace_ms,
-                        aggregate_message=TEARDOWN_AGGREGATE_MESSAGE,
-                    )
-                except Exception as exc:
-                    self._teardown_error = exc
-                finally:
-                    self._conn.close()
-                    with anyio.move_on_after(_READER_STOP_TIMEOUT_S):
-                        await self._reader_done.wait()
-                    self._teardown_done.set()
-        else:
-            await self._teardown_done.wait()
-        return self._teardown_error
-
-    def _teardown_failure(self, raw: Exception) -> AcpRunFailure:
+    def _release_failure(self, raw: Exception) -> AcpRunFailure:
         """Report a ladder failure to the sink and build its safe form (acp-provider.md §9.5)."""
         call_error_sink(self._on_error, raw)
         outcome = self._handle.outcome
@@ -507,7 +350,6 @@ async def start_acp_run(
     """
     if request.signal.cancelled:
         raise StartAbortedError(START_ABORTED_MESSAGE)
-    run_id = str(uuid.uuid4())
     try:
         handle = await spawn(
             [spec.command, *spec.args],
@@ -519,19 +361,8 @@ async def start_acp_run(
     except Exception as raw:  # any spawn failure is `process-start`; the raw text stays host-only
         call_error_sink(on_error, raw)
         raise acp_run_failure(AcpFailureFacts("process", "process-start"), raw) from raw
-    run = AcpRun(
-        run_id=run_id,
-        request=request,
-        spec=spec,
-        handle=handle,
-        task_group=task_group,
-        on_error=on_error,
-        provider_name=provider_name,
-    )
+    context = RunContext(request=request, task_group=task_group, on_error=on_error, provider_name=provider_name)
+    run = AcpRun(context, spec=spec, handle=handle)
     run.begin()
-    try:
-        await run.start_up()
-    except anyio.get_cancelled_exc_class():
-        await run.roll_back_interrupted_start()
-        raise
+    await run.open()
     return run

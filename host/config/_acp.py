@@ -1,6 +1,7 @@
 """Validation of one ``kind = "acp"`` entry, in acp-provider.md §2.3's order with its exact messages.
 
-The first failing check raises ``ConfigError``; ``description`` (stream-and-results.md §6.1) is checked last.
+The first failing check raises ``ConfigError``; the launch steps come first and the placement steps last, as for
+every kind (``_rules.check_launch``, ``_rules.check_placement``).
 """
 
 from __future__ import annotations
@@ -16,20 +17,7 @@ __all__ = ["ACP_PREFIX", "validate_acp_entry"]
 
 ACP_PREFIX: Final = "subagent-acp: "
 
-_ACP_KEYS: Final = frozenset(
-    {
-        "kind",
-        "command",
-        "args",
-        "cwd",
-        "env",
-        "permission",
-        "dispose_eof_grace_ms",
-        "dispose_grace_ms",
-        "timeout_ms",
-        "description",
-    }
-)
+_ACP_KEYS: Final = _rules.SHARED_KEYS | {"permission"}
 
 
 def validate_acp_entry(
@@ -47,28 +35,21 @@ def validate_acp_entry(
         ConfigError: The first failed check, with the spec's message.
     """
     prefix = ACP_PREFIX
-    _rules.reject_unknown_keys(table, _ACP_KEYS, prefix)
-    command = _rules.check_command(table, prefix)
-    args = _rules.check_args(table, prefix)
-    env = _rules.check_env(table, prefix, environ)
+    launch = _rules.check_launch(table, _ACP_KEYS, prefix, environ)
     permission = _check_permission(table, prefix)
     limit = _rules.MAX_TIMER_DELAY_MS
     eof_grace = _rules.check_positive_ms(table, "dispose_eof_grace_ms", 6000.0, prefix, limit=limit)
     grace = _rules.check_positive_ms(table, "dispose_grace_ms", 3000.0, prefix, limit=limit)
     timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=limit)
-    cwd = _rules.check_cwd(table, prefix, base_dir)
-    description = _rules.check_description(table, prefix)
+    placement = _rules.check_placement(table, prefix, base_dir)
     return AcpEntryConfig(
         name=name,
-        command=command,
-        args=args,
-        cwd=cwd,
-        env=env,
+        **launch,
+        **placement,
         permission=permission,
         dispose_eof_grace_ms=eof_grace,
         dispose_grace_ms=grace,
         timeout_ms=timeout,
-        description=description,
     )
 
 

@@ -19,7 +19,7 @@ from typing import Final, cast
 import fake_runtimes
 from host._exceptions import ConfigError
 from host.config._acp import validate_acp_entry
-from host.config._models import AcpEntryConfig, EntryConfig, HostConfig
+from host.config._models import AcpEntryConfig, EntryConfig, HostConfig, delegation_tool_name
 from host.config._sdk import validate_sdk_entry
 
 __all__ = [
@@ -108,8 +108,16 @@ def parse_config(
     if not entries:
         raise ConfigError(f"{_HOST_PREFIX}{source} configures no providers")
     validated: dict[str, EntryConfig] = {}
+    tool_owners: dict[str, str] = {}
     for name, table in entries.items():
         validated[name] = _validate_entry(name, table, base_dir=base_dir, environ=environ)
+        tool = delegation_tool_name(name)
+        if tool in tool_owners:
+            first = tool_owners[tool]
+            raise ConfigError(
+                f'{_HOST_PREFIX}providers.{first} and providers.{name} would both register the tool "{tool}"'
+            )
+        tool_owners[tool] = name
     return HostConfig(providers=MappingProxyType(validated), source=source)
 
 

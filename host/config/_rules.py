@@ -10,20 +10,25 @@ import math
 import os
 import stat
 from collections.abc import Collection, Mapping
-from typing import Final, cast
+from typing import Final, TypedDict, cast
 
 from host._exceptions import ConfigError, UnsetHostVariableError
 from host.config._env_refs import expand_env_references
 
 __all__ = [
     "MAX_TIMER_DELAY_MS",
+    "SHARED_KEYS",
+    "Launch",
+    "Placement",
     "check_args",
     "check_command",
     "check_cwd",
     "check_description",
     "check_env",
+    "check_launch",
     "check_non_empty_string",
     "check_optional_positive_ms",
+    "check_placement",
     "check_positive_ms",
     "check_positive_safe_integer",
     "reject_unknown_keys",
@@ -36,6 +41,42 @@ _MAX_SAFE_INTEGER: Final = 2**53 - 1
 """Upper bound of ``max_tokens``: the largest integer a JSON peer reads exactly."""
 
 _ANY_EXECUTE_BIT: Final = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+
+SHARED_KEYS: Final = frozenset(
+    {"kind", "command", "args", "cwd", "env", "dispose_eof_grace_ms", "dispose_grace_ms", "timeout_ms", "description"}
+)
+"""The keys both entry kinds accept; each kind adds its own."""
+
+
+class Launch(TypedDict):
+    """The entry fields of the steps both kinds check first, in this order: how the child is started."""
+
+    command: str
+    args: tuple[str, ...]
+    env: dict[str, str]
+
+
+class Placement(TypedDict):
+    """The entry fields of the steps both kinds check last, in this order."""
+
+    cwd: str | None
+    description: str | None
+
+
+def check_launch(
+    table: Mapping[str, object], allowed: Collection[str], prefix: str, environ: Mapping[str, str]
+) -> Launch:
+    """The first steps of both kinds: unknown keys, then ``command``, ``args`` and ``env``."""
+    reject_unknown_keys(table, allowed, prefix)
+    command = check_command(table, prefix)
+    args = check_args(table, prefix)
+    return Launch(command=command, args=args, env=check_env(table, prefix, environ))
+
+
+def check_placement(table: Mapping[str, object], prefix: str, base_dir: str) -> Placement:
+    """The last steps of both kinds: ``cwd``, then ``description`` (stream-and-results.md §6.1)."""
+    cwd = check_cwd(table, prefix, base_dir)
+    return Placement(cwd=cwd, description=check_description(table, prefix))
 
 
 def reject_unknown_keys(table: Mapping[str, object], allowed: Collection[str], prefix: str) -> None:

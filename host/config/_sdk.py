@@ -1,6 +1,6 @@
 """Validation of one ``kind = "dsh-sdk"`` entry, in sdk-provider.md §2's order with its exact messages.
 
-The first failing check raises ``ConfigError``; ``description`` (stream-and-results.md §6.1) is checked last.
+The route, the protocol bounds and the graces sit between the launch and placement steps every kind shares.
 """
 
 from __future__ import annotations
@@ -15,24 +15,13 @@ __all__ = ["SDK_PREFIX", "validate_sdk_entry"]
 
 SDK_PREFIX: Final = "subagent-dsh-sdk: "
 
-_SDK_KEYS: Final = frozenset(
-    {
-        "kind",
-        "command",
-        "args",
-        "cwd",
-        "env",
-        "provider",
-        "model",
-        "max_tokens",
-        "shutdown_timeout_ms",
-        "dispose_eof_grace_ms",
-        "dispose_grace_ms",
-        "initialize_timeout_ms",
-        "timeout_ms",
-        "description",
-    }
-)
+_SDK_KEYS: Final = _rules.SHARED_KEYS | {
+    "provider",
+    "model",
+    "max_tokens",
+    "shutdown_timeout_ms",
+    "initialize_timeout_ms",
+}
 
 # The protocol bounds and ladder graces, checked in this order (sdk-provider.md §2 step 6).
 _GRACE_DEFAULTS: Final = (
@@ -46,22 +35,13 @@ _GRACE_DEFAULTS: Final = (
 def validate_sdk_entry(
     name: str, table: Mapping[str, object], *, base_dir: str, environ: Mapping[str, str]
 ) -> SdkEntryConfig:
-    """Validate one DSH SDK entry table (``kind`` may be present) into an ``SdkEntryConfig``.
-
-    Args:
-        name: The entry's table key under ``[providers]``.
-        table: The entry as TOML (or the Python API) gave it.
-        base_dir: The host's working directory at load time; a relative ``cwd`` resolves against it.
-        environ: The unscrubbed host environment for ``${NAME}`` references.
+    """Validate one DSH SDK entry table into an ``SdkEntryConfig``; arguments as for ``validate_acp_entry``.
 
     Raises:
         ConfigError: The first failed check, with the spec's message.
     """
     prefix = SDK_PREFIX
-    _rules.reject_unknown_keys(table, _SDK_KEYS, prefix)
-    command = _rules.check_command(table, prefix)
-    args = _rules.check_args(table, prefix)
-    env = _rules.check_env(table, prefix, environ)
+    launch = _rules.check_launch(table, _SDK_KEYS, prefix, environ)
     provider = _rules.check_non_empty_string(table, "provider", "deepseek-official", prefix)
     model = _rules.check_non_empty_string(table, "model", "deepseek-v4-flash", prefix)
     graces = {
@@ -69,14 +49,11 @@ def validate_sdk_entry(
     }
     timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=_rules.MAX_TIMER_DELAY_MS)
     max_tokens = _rules.check_positive_safe_integer(table, "max_tokens", prefix)
-    cwd = _rules.check_cwd(table, prefix, base_dir)
-    description = _rules.check_description(table, prefix)
+    placement = _rules.check_placement(table, prefix, base_dir)
     return SdkEntryConfig(
         name=name,
-        command=command,
-        args=args,
-        cwd=cwd,
-        env=env,
+        **launch,
+        **placement,
         provider=provider,
         model=model,
         max_tokens=max_tokens,
@@ -85,5 +62,4 @@ def validate_sdk_entry(
         dispose_grace_ms=graces["dispose_grace_ms"],
         initialize_timeout_ms=graces["initialize_timeout_ms"],
         timeout_ms=timeout,
-        description=description,
     )

@@ -214,3 +214,12 @@ def test_relative_entry_cwd_resolves_against_the_load_cwd_not_the_file_directory
     path.write_text('[providers.acp]\nkind = "acp"\ncommand = "agent"\ncwd = "work"\n', encoding="utf-8")
     config = load_config(path, cwd=str(tmp_path / "elsewhere"), environ={})
     assert config.providers["acp"].cwd == str(tmp_path / "elsewhere" / "work")
+
+
+def test_entries_whose_delegation_tool_names_collide_are_rejected_naming_both() -> None:
+    document = {"providers": {"a-b": {"kind": "acp", "command": "x"}, "a_b": {"kind": "acp", "command": "y"}}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(document)
+    assert str(caught.value) == (
+        'subagent-host: providers.a-b and providers.a_b would both register the tool "delegate_a_b"'
+    )

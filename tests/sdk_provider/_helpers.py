@@ -1,34 +1,38 @@
-"""Shared builders for the DSH SDK provider tests: specs, entries and requests for the fake runtime, sinks,
-run scopes, the secret check and the result snapshots (``snapshots/sdk/<name>.json``)."""
+"""Builders for the DSH SDK provider tests: specs and entries for the fake runtime, run scopes, failure texts and
+the result snapshots (``snapshots/sdk/<name>.json``).
+
+Requests, the recording sink, task groups, ready files and the secret check are ``tests._provider_helpers``'s,
+re-exported for the suite's imports.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
-from host._run import AgentOptions, SubagentRequest, SubagentRun
-from host.cancel import CancelController, CancelSignal
+from host._run import SubagentRequest, SubagentRun
 from host.config import SdkEntryConfig
 from host.diagnostics import SubagentResult
 from host.sdk_provider import ClientFactory, SdkClient, SdkRunSpec, start_sdk_run
-from host.stream import StreamFrame
+from tests._provider_helpers import PROCESS_TIMEOUT_S as PROCESS_TIMEOUT_S
+from tests._provider_helpers import SECRET_MARKERS as SECRET_MARKERS
+from tests._provider_helpers import RecordingSink as RecordingSink
+from tests._provider_helpers import assert_no_secrets as assert_no_secrets
+from tests._provider_helpers import json_lines as json_lines
+from tests._provider_helpers import make_request as make_request
+from tests._provider_helpers import open_started_run
+from tests._provider_helpers import task_group as task_group
+from tests._provider_helpers import wait_for_file as wait_for_file
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.snapshots import assert_snapshot
-
-# Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.
-PROCESS_TIMEOUT_S = 15
 
 # The fast-teardown settings of sdk-provider.md §7 (shutdown, EOF grace, signal grace), and the defaults.
 FAST_TEARDOWN = (100.0, 200.0, 200.0)
 DEFAULT_TEARDOWN = (1000.0, 6000.0, 3000.0)
-
-SECRET_MARKERS = ("SECRET_TOKEN", "/private/path")
 
 
 def D(stage: str, category: str) -> str:
@@ -95,57 +99,17 @@ def runtime_entry(
     )
 
 
-def make_request(
-    signal: CancelSignal | None = None,
-    *,
-    text: str = "do the task",
-    parent_cwd: str | None = None,
-    agent_options: AgentOptions | None = None,
-    on_frame: Callable[[StreamFrame], None] | None = None,
-) -> SubagentRequest:
-    """A request with one text block; a fresh, uncancelled signal unless one is given."""
-    return SubagentRequest(
-        label="test",
-        prompt=[{"type": "text", "text": text}],
-        signal=signal if signal is not None else CancelController().signal,
-        parent_cwd=parent_cwd,
-        agent_options=agent_options,
-        on_frame=on_frame,
-    )
-
-
-class RecordingSink:
-    """An error sink that records every ``(error, stop_reason)`` call; optionally raises afterwards."""
-
-    def __init__(self, *, raises: bool = False) -> None:
-        self.calls: list[tuple[BaseException, str]] = []
-        self._raises = raises
-
-    def __call__(self, error: BaseException, stop_reason: Literal["error"]) -> None:
-        self.calls.append((error, stop_reason))
-        if self._raises:
-            raise RuntimeError("sink exploded")
-
-    @property
-    def errors(self) -> list[BaseException]:
-        return [error for error, _ in self.calls]
-
-
-@asynccontextmanager
-async def open_run(
+def open_run(
     request: SubagentRequest,
     spec: SdkRunSpec,
     *,
     client_factory: ClientFactory = SdkClient,
     on_error: RecordingSink | None = None,
-) -> AsyncGenerator[SubagentRun, None]:
+) -> AbstractAsyncContextManager[SubagentRun]:
     """Start a run in a fresh task group, and dispose it on the way out."""
-    async with anyio.create_task_group() as group:
-        run = await start_sdk_run(request, spec, task_group=group, on_error=on_error, client_factory=client_factory)
-        try:
-            yield run
-        finally:
-            await run.dispose()
+    return open_started_run(
+        lambda group: start_sdk_run(request, spec, task_group=group, on_error=on_error, client_factory=client_factory)
+    )
 
 
 async def run_to_result(spec: SdkRunSpec, request: SubagentRequest | None = None, **kwargs: Any) -> SubagentResult:
@@ -155,38 +119,8 @@ async def run_to_result(spec: SdkRunSpec, request: SubagentRequest | None = None
             return await run.result()
 
 
-@asynccontextmanager
-async def task_group() -> AsyncGenerator[TaskGroup, None]:
-    """A task group for tests that start runs themselves."""
-    async with anyio.create_task_group() as group:
-        yield group
-
-
-async def wait_for_file(path: Path) -> str:
-    """Poll for a ready file the fake writes (callers bound this with ``fail_after``)."""
-    ready = anyio.Path(path)
-    while True:
-        if await ready.exists():
-            return await ready.read_text(encoding="utf-8")
-        await anyio.sleep(0.01)
-
-
-def assert_no_secrets(*texts: str | None) -> None:
-    """Assert that no planted secret reached any of ``texts``."""
-    for text in texts:
-        if text is None:
-            continue
-        for marker in SECRET_MARKERS:
-            assert marker not in text, f"{marker!r} leaked into {text!r}"
-
-
 def text_blocks(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}]
-
-
-def json_lines(path: Path) -> list[object]:
-    """The JSON values of a file written one per line by the fake runtime."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def pid_alive(pid: int) -> bool:

@@ -28,7 +28,7 @@ from host._exceptions import (
 from host._json import ContentBlock
 from host.cancel import format_ms
 from host.jsonrpc import JsonRpcPeer
-from host.process import ManagedProcess, build_child_env, run_teardown_ladder, spawn_managed
+from host.process import ManagedProcess, SharedTeardown, build_child_env, run_teardown_ladder, spawn_managed
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec
 from host.sdk_provider.client._subscription import SessionNotification, Subscription
@@ -115,8 +115,7 @@ class SdkClient:
         self._start_attempted = False
         self._watch_scope = anyio.CancelScope()
         self._reader_done = anyio.Event()
-        self._close_done: anyio.Event | None = None
-        self._close_error: BaseException | None = None
+        self._teardown = SharedTeardown(self._close_once)
 
     @property
     def spec(self) -> SdkRunSpec:
@@ -320,20 +319,8 @@ class SdkClient:
         Raises:
             Exception: the ladder failed (a single rung error as is, several as ``AggregateError``).
         """
-        if self._close_done is None:
-            self._close_done = anyio.Event()
-            self._closed = True
-            try:
-                with anyio.CancelScope(shield=True):
-                    await self._close_once()
-            except BaseException as exc:
-                self._close_error = exc
-            finally:
-                self._close_done.set()
-        else:
-            await self._close_done.wait()
-        if self._close_error is not None:
-            raise self._close_error
+        self._closed = True
+        await self._teardown.run()
 
     async def _close_once(self) -> None:
         handle, peer = self._handle, self._peer
