@@ -67,6 +67,9 @@ TEARDOWN_AGGREGATE_MESSAGE: Final = "ACP subprocess teardown failed"
 _CANCEL_WRITE_TIMEOUT_S: Final = 1.0
 # Bounds waiting for the reader task to stop after the ladder closed the pipes.
 _READER_STOP_TIMEOUT_S: Final = 1.0
+# After the child's exit is observed, how long the reader may still drain what it wrote before the connection is
+# closed (a descendant that inherited stdout would otherwise keep it open forever).
+_EXIT_DRAIN_TIMEOUT_S: Final = 0.1
 
 
 class SpawnFn(Protocol):
@@ -133,6 +136,7 @@ class AcpRun(ChildRun):
         self._prompt_outstanding = False
         self._session_cancel_due = False
         self._reader_done = anyio.Event()
+        self._exit_watch = anyio.CancelScope()
         self._conn = AcpConnection(
             send=handle.stdin, receive=handle.stdout, on_update=self._on_update, on_permission=self._decide_permission
         )
@@ -142,6 +146,7 @@ class AcpRun(ChildRun):
     def begin(self) -> None:
         """Start the single ordered reader; synchronous, so the child is owned without an await in between."""
         self._task_group.start_soon(self._read, name=f"ACP reader of run {self._id}")
+        self._task_group.start_soon(self._close_on_exit, name=f"ACP exit watch of run {self._id}")
 
     async def start_up(self) -> None:
         """Race the handshake against local cancel; publish, or roll back and raise (acp-provider.md §5)."""
@@ -305,6 +310,19 @@ class AcpRun(ChildRun):
         finally:
             self._reader_done.set()
 
+    async def _close_on_exit(self) -> None:
+        """End the connection once the child has exited, even while a descendant still holds its stdout open.
+
+        A request "fails" when the child exits (acp-provider.md §5.3, §9.3), and exit is observed by polling, not by
+        pipe EOF (§4.3): what the child wrote before exiting is still read for a short window, then the pending
+        requests fail and are classified with the exit facts.
+        """
+        with self._exit_watch:
+            await self._handle.wait_outcome()
+            with anyio.move_on_after(_EXIT_DRAIN_TIMEOUT_S):
+                await self._reader_done.wait()
+            self._conn.close()
+
     async def _tear_down_child(self) -> None:
         """The release: the ladder, then close the connection and let the reader stop (bounded)."""
         try:
@@ -312,6 +330,7 @@ class AcpRun(ChildRun):
                 self._handle, eof_grace_ms=self._spec.dispose_eof_grace_ms, aggregate_message=TEARDOWN_AGGREGATE_MESSAGE
             )
         finally:
+            self._exit_watch.cancel()
             self._conn.close()
             with anyio.move_on_after(_READER_STOP_TIMEOUT_S):
                 await self._reader_done.wait()
