@@ -8,6 +8,7 @@ Run: ``python bench/sdk_run.py [iterations]``.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -25,6 +26,9 @@ from host.sdk_provider import SdkRunSpec, start_sdk_run
 
 RUNTIME = Path(__file__).resolve().parent.parent / "fake_runtimes" / "dsh_runtime.py"
 ENV = {"FAKE_TEXT": "benchmark answer"}
+# The floor's child sees what the host's child sees: the ambient environment plus ENV. (A bare ENV would start a
+# different interpreter: no PYTHONUNBUFFERED, LANG or PATH.)
+FLOOR_ENV = {**os.environ, **ENV}
 
 
 def _send(process: subprocess.Popen[bytes], message: dict[str, object]) -> None:
@@ -49,7 +53,12 @@ def bare_run(cwd: str) -> float:
     """The floor: blocking stdlib pipes, no validation, no teardown ladder."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, str(RUNTIME)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, env=ENV
+        [sys.executable, str(RUNTIME)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=cwd,
+        env=FLOOR_ENV,
+        start_new_session=True,
     )
     _send(process, {"id": 0, "method": "initialize", "params": {"cwd": cwd, "provider": "p", "model": "m"}})
     _read_until(process, _response_to(0))

@@ -7,6 +7,7 @@ to the raw, host-only ``AcpConnectionClosed``/``AcpResponseError`` (``__cause__`
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -41,7 +42,13 @@ PermissionPolicyFn = Callable[[Mapping[str, object]], dict[str, object]]
 
 def client_info() -> dict[str, str]:
     """The ``clientInfo`` of ``initialize``: the installed package's name and version."""
-    return {"name": _CLIENT_NAME, "version": importlib.metadata.version(_PACKAGE)}
+    return {"name": _CLIENT_NAME, "version": _package_version()}
+
+
+@functools.cache
+def _package_version() -> str:
+    # A metadata lookup scans the installed distributions: once per process, not once per run.
+    return importlib.metadata.version(_PACKAGE)
 
 
 @contextmanager
