@@ -244,7 +244,9 @@ async def _run(options: _Options) -> int:
         config = load_config(options.config)
         provider = _choose_provider(config, options.provider)
         workspace = _workspace(options.cwd)
-    except (ConfigError, _UsageError) as exc:
+    except ConfigError as exc:
+        return _usage_failure(_config_error_text(exc), options.as_json)
+    except _UsageError as exc:
         return _usage_failure(str(exc), options.as_json)
     invocation = _Invocation(provider=provider, as_json=options.as_json)
     controller = CancelController()
@@ -296,6 +298,14 @@ def _workspace(cwd: str | None) -> str:
     if not os.path.isdir(workspace):
         raise _UsageError(f"subagent-host: --cwd is not a directory: {workspace}")
     return workspace
+
+
+def _config_error_text(error: ConfigError) -> str:
+    """The spec's exact message, followed by the entry and file it is about when known."""
+    if error.provider is None:
+        return str(error)
+    where = f"providers.{error.provider}" + (f" in {error.source}" if error.source else "")
+    return f"{error} ({where})"
 
 
 def _usage_failure(message: str, as_json: bool) -> int:

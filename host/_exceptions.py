@@ -70,7 +70,16 @@ class SubagentHostError(Exception):
 
 
 class ConfigError(SubagentHostError):
-    """A config file or entry failed load-time validation; the message names the snake_case key."""
+    """A config file or entry failed load-time validation; the message names the snake_case key.
+
+    ``str()`` is exactly the spec's message. ``provider`` (the entry name) and ``source`` (the config file) say
+    where, when known, so a caller can point at the entry without changing the pinned text.
+    """
+
+    def __init__(self, message: str, *, provider: str | None = None, source: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.source = source
 
 
 class UnsetHostVariableError(ConfigError):

@@ -110,7 +110,12 @@ def parse_config(
     validated: dict[str, EntryConfig] = {}
     tool_owners: dict[str, str] = {}
     for name, table in entries.items():
-        validated[name] = _validate_entry(name, table, base_dir=base_dir, environ=environ)
+        try:
+            validated[name] = _validate_entry(name, table, base_dir=base_dir, environ=environ)
+        except ConfigError as exc:
+            # The entry's messages are pinned by the spec and do not name the entry: carry it alongside.
+            exc.provider, exc.source = name, source
+            raise
         tool = delegation_tool_name(name)
         if tool in tool_owners:
             first = tool_owners[tool]

@@ -195,10 +195,12 @@ async def test_bad_config_key_is_a_config_error_naming_the_key(tmp_path: Path) -
     with anyio.fail_after(CLI_TIMEOUT_S):
         done = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr.decode() == 'subagent-acp: unknown config key "dispose_grace"\n'
+    # The spec's exact message, then which entry of which file it is about.
+    message = f'subagent-acp: unknown config key "dispose_grace" (providers.acp in {config})'
+    assert done.stderr.decode() == message + "\n"
     data = json_of(done.stdout)
-    assert data == {"error": 'subagent-acp: unknown config key "dispose_grace"'}
-    assert_snapshot("cli", "config_error", data)
+    assert data == {"error": message}
+    assert_snapshot("cli", "config_error", {"error": message.replace(str(config), "<config>")})
 
 
 async def test_help_documents_every_exit_status(tmp_path: Path) -> None:

@@ -173,10 +173,12 @@ async def test_json_bad_sdk_key_is_a_config_error_naming_the_key(tmp_path: Path)
     entry["dshHome"] = "/opt/dsh"
     done = await run_json(tmp_path, entry)
     assert done.returncode == 2
-    assert done.stderr.decode() == 'subagent-dsh-sdk: unknown config key "dshHome"\n'
+    config = tmp_path / "subagent-host.toml"
+    message = f'subagent-dsh-sdk: unknown config key "dshHome" (providers.dsh-sdk in {config})'
+    assert done.stderr.decode() == message + "\n"
     data = json_of(done.stdout)
-    assert data == {"error": 'subagent-dsh-sdk: unknown config key "dshHome"'}
-    assert_snapshot("sdk", "cli_config_error", data)
+    assert data == {"error": message}
+    assert_snapshot("sdk", "cli_config_error", {"error": message.replace(str(config), "<config>")})
 
 
 @pytest.mark.parametrize(

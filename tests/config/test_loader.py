@@ -223,3 +223,11 @@ def test_entries_whose_delegation_tool_names_collide_are_rejected_naming_both() 
     assert str(caught.value) == (
         'subagent-host: providers.a-b and providers.a_b would both register the tool "delegate_a_b"'
     )
+
+
+def test_an_entry_error_keeps_the_spec_text_and_carries_the_entry_and_source() -> None:
+    document = {"providers": {"good": {"kind": "acp", "command": "x"}, "bad": {"kind": "acp", "command": ""}}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(document, source="/etc/agents.toml")
+    assert str(caught.value) == "subagent-acp: command must be a non-empty string"
+    assert (caught.value.provider, caught.value.source) == ("bad", "/etc/agents.toml")
