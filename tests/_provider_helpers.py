@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+import psutil
 from anyio.abc import TaskGroup
 
 from host._run import AgentOptions, SubagentRequest, SubagentRun
@@ -24,11 +25,14 @@ __all__ = [
     "SECRET_MARKERS",
     "RecordingSink",
     "assert_no_secrets",
+    "is_gone",
     "json_lines",
     "make_request",
     "open_started_run",
     "task_group",
     "wait_for_file",
+    "wait_for_ready_marker",
+    "wait_until_gone",
 ]
 
 # Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.
@@ -101,6 +105,30 @@ async def wait_for_file(path: Path) -> str:
     while True:
         if await ready.exists():
             return await ready.read_text(encoding="utf-8")
+        await anyio.sleep(0.01)
+
+
+async def wait_for_ready_marker(path: Path) -> None:
+    """Wait until the fake wrote exactly ``ready`` (a SIGTERM trap writes ``trap-armed`` there first)."""
+    while True:
+        if (await wait_for_file(path)).strip() == "ready":
+            return
+        await anyio.sleep(0.01)
+
+
+def is_gone(pid: int) -> bool:
+    """Gone, or a zombie that nobody reaps (pid 1 of some containers never reaps orphans)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def wait_until_gone(pid: int) -> None:
+    """Poll until ``is_gone(pid)`` (callers bound this with ``fail_after``)."""
+    while True:
+        if is_gone(pid):
+            return
         await anyio.sleep(0.01)
 
 

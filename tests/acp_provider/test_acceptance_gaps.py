@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
 
 from host import CancelController, Host
 from host._exceptions import AcpRunFailure
 from host.acp_provider import start_acp_run
+from tests._provider_helpers import is_gone
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, open_run, task_group
-from tests.tools.test_delegation import acp_config, text_of
+from tests.tools._helpers import acp_config, text_of
 
 F = "Subagent failure (provider: ACP; "
 E = "subagent-acp: " + F
@@ -95,13 +95,6 @@ async def test_the_host_lists_its_acp_provider_after_load_and_none_after_it_clos
     assert list(host.providers) == []
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.anyio
 async def test_a_timed_out_child_is_disposed_before_the_tool_call_settles(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
@@ -110,6 +103,6 @@ async def test_a_timed_out_child_is_disposed_before_the_tool_call_settles(tmp_pa
         async with Host.open(config, parent_cwd=str(tmp_path)) as host:
             result = await host.execute("delegate_acp", {"task": "x"}, signal=CancelController().signal)
             # Still inside the host: only the tool's own dispose can have reaped the tree by now.
-            disposed = _gone(int(pid_file.read_text()))
+            disposed = is_gone(int(pid_file.read_text()))
     assert text_of(result) == "Error: tool call timed out after 200ms"
     assert disposed

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
 from anyio.abc import TaskGroup
 
@@ -21,6 +20,7 @@ from host.acp_provider import AcpProvider, start_acp_run
 from host.cancel import CancelController
 from host.process import ProcessHandle, run_teardown_ladder, spawn_managed
 from host.stream import ChunkFrame, StreamFrame
+from tests._provider_helpers import is_gone
 from tests.acp_conformance import WireRecorder, validate_client_message
 from tests.acp_provider._helpers import (
     PROCESS_TIMEOUT_S,
@@ -202,13 +202,6 @@ async def test_a_child_that_closes_stdout_but_stays_alive_is_a_transport_failure
     }
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.anyio
 async def test_a_setsid_grandchild_ignoring_sigterm_is_reaped_by_dispose(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
@@ -223,8 +216,8 @@ async def test_a_setsid_grandchild_ignoring_sigterm_is_reaped_by_dispose(tmp_pat
         async with open_run(make_request(), spec) as run:
             await run.result()
             pid = int(await wait_for_file(pid_file))
-            assert not _gone(pid)
-    assert _gone(pid)
+            assert not is_gone(pid)
+    assert is_gone(pid)
 
 
 @pytest.mark.anyio
@@ -240,7 +233,7 @@ async def test_provider_dispose_reaps_the_fake_agents_grandchild(tmp_path: Path,
             pid = int(await wait_for_file(pid_file))
             await run.dispose()
             await provider.aclose()
-    assert _gone(pid)
+    assert is_gone(pid)
 
 
 async def _spawn(

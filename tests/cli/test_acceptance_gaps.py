@@ -16,15 +16,17 @@ import pytest
 
 from tests.acp_provider._helpers import wait_for_file
 from tests.acp_provider.test_snapshots import SCENARIOS
-from tests.cli.test_cli import (
+from tests.cli._helpers import (
     CLI_TIMEOUT_S,
     acp_entry,
     assert_all_gone,
     descendants,
     json_of,
-    read_line,
     run_cli,
+    signal_twice,
+    sigterm_trapping_config,
     start_cli,
+    wait_for_ready_marker,
     write_config,
 )
 from tests.conftest import PYTHON
@@ -119,23 +121,12 @@ async def test_text_mode_streams_the_output_before_the_run_ends(tmp_path: Path) 
 
 
 async def test_a_second_sigint_during_teardown_of_a_sigterm_trapping_child_still_kills_it(tmp_path: Path) -> None:
-    ready = tmp_path / "ready"
-    entry = acp_entry(MOCK_HANG="1", MOCK_TEXT="partial", MOCK_TRAP_SIGTERM="1", MOCK_READY_FILE=str(ready))
-    # A long EOF rung keeps the ladder busy while the second SIGINT arrives.
-    entry["dispose_eof_grace_ms"] = 1000
-    config = write_config(tmp_path, {"acp": entry})
+    config, ready = sigterm_trapping_config(tmp_path)
     with anyio.fail_after(CLI_TIMEOUT_S):
         async with await start_cli("--config", str(config), "--json", "x", cwd=tmp_path) as process:
-            # The trap writes `trap-armed` at start-up; `ready` replaces it once the chunk was sent.
-            while True:
-                if (await wait_for_file(ready)).strip() == "ready":
-                    break
-                await anyio.sleep(0.01)
+            await wait_for_ready_marker(ready)
             children = descendants(process.pid)
-            process.send_signal(signal.SIGINT)
-            line = await read_line(process)
-            process.send_signal(signal.SIGINT)
-            returncode = await process.wait()
+            line, returncode = await signal_twice(process, signal.SIGINT)
     assert returncode == 130
     assert json_of(line) == {
         "run_id": "<run_id>",
@@ -236,10 +227,7 @@ async def test_a_second_sigint_after_a_startup_abort_still_exits_130(tmp_path: P
             # The agent is parked in `session/new` (its GO file never appears): the run is still starting.
             await wait_for_file(ready)
             children = descendants(process.pid)
-            process.send_signal(signal.SIGINT)
-            line = await read_line(process)
-            process.send_signal(signal.SIGINT)
-            returncode = await process.wait()
+            line, returncode = await signal_twice(process, signal.SIGINT)
     assert json_of(line) == {"provider": "acp", "error": "subagent request was aborted before the ACP child started"}
     assert returncode == 130
     assert children

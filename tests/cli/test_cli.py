@@ -5,88 +5,30 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
 
 import anyio
-import psutil
 import pytest
-from anyio.abc import Process
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from tests.acp_provider._helpers import wait_for_file
-from tests.conftest import FAKE_ACP_AGENT, PYTHON
+from tests.cli._helpers import (
+    CLI_TIMEOUT_S,
+    acp_entry,
+    assert_all_gone,
+    descendants,
+    json_of,
+    read_line,
+    run_cli,
+    signal_twice,
+    sigterm_trapping_config,
+    start_cli,
+    wait_for_ready_marker,
+    write_config,
+)
 from tests.snapshots import assert_snapshot
 
 pytestmark = pytest.mark.anyio
-
-# Two interpreter cold starts (the CLI and its child) plus the handshake: generous on a loaded CI box.
-CLI_TIMEOUT_S = 30
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def write_config(tmp_path: Path, entries: Mapping[str, Mapping[str, Any]]) -> Path:
-    """Write a TOML config with one ``[providers.<name>]`` table per entry (flat values and one ``env`` table)."""
-    lines: list[str] = []
-    for name, entry in entries.items():
-        lines.append(f'[providers."{name}"]')
-        for key, value in entry.items():
-            if key != "env":
-                lines.append(f"{key} = {json.dumps(value)}")
-        lines.append(f'[providers."{name}".env]')
-        lines.extend(f"{key} = {json.dumps(value)}" for key, value in entry.get("env", {}).items())
-    path = tmp_path / "subagent-host.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def acp_entry(**env: str) -> dict[str, Any]:
-    return {
-        "kind": "acp",
-        "command": PYTHON,
-        "args": [str(FAKE_ACP_AGENT)],
-        "dispose_eof_grace_ms": 300,
-        "dispose_grace_ms": 300,
-        "env": env,
-    }
-
-
-def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCK_") and k != "SUBAGENT_HOST_CONFIG"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    return env
-
-
-async def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return await anyio.run_process([PYTHON, "-m", "host", "run", *args], cwd=cwd, env=cli_env(), check=False)
-
-
-def json_of(stdout: bytes) -> dict[str, Any]:
-    lines = stdout.decode().splitlines()
-    assert len(lines) == 1, lines
-    data = cast("dict[str, Any]", json.loads(lines[0]))
-    assert isinstance(data, dict)
-    if "run_id" in data:
-        assert isinstance(data["run_id"], str) and data["run_id"]
-        data["run_id"] = "<run_id>"
-    return data
-
-
-def descendants(pid: int) -> list[psutil.Process]:
-    return psutil.Process(pid).children(recursive=True)
-
-
-def assert_all_gone(processes: list[psutil.Process]) -> None:
-    for proc in processes:
-        try:
-            assert proc.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            pass
 
 
 async def test_default_echo_provider_prints_the_task(tmp_path: Path) -> None:
@@ -212,17 +154,6 @@ async def test_help_documents_every_exit_status(tmp_path: Path) -> None:
         assert f"\n  {code}" in text
 
 
-async def start_cli(*args: str, cwd: Path) -> Process:
-    return await anyio.open_process(
-        [PYTHON, "-m", "host", "run", *args], cwd=cwd, env=cli_env(), stdin=subprocess.DEVNULL
-    )
-
-
-async def read_line(process: Process) -> bytes:
-    assert process.stdout is not None
-    return await BufferedByteReceiveStream(process.stdout).receive_until(b"\n", 1 << 20)
-
-
 @pytest.mark.parametrize(("sent", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 async def test_signal_during_a_hanging_run_prints_the_aborted_result_and_leaves_no_survivor(
     tmp_path: Path, sent: signal.Signals, status: int
@@ -250,23 +181,12 @@ async def test_signal_during_a_hanging_run_prints_the_aborted_result_and_leaves_
 
 
 async def test_second_sigint_during_teardown_of_a_sigterm_trapping_child_still_kills_it(tmp_path: Path) -> None:
-    ready = tmp_path / "ready"
-    entry = acp_entry(MOCK_HANG="1", MOCK_TEXT="partial", MOCK_TRAP_SIGTERM="1", MOCK_READY_FILE=str(ready))
-    # A long EOF rung keeps the ladder busy while the second signal arrives.
-    entry["dispose_eof_grace_ms"] = 1000
-    config = write_config(tmp_path, {"acp": entry})
+    config, ready = sigterm_trapping_config(tmp_path)
     with anyio.fail_after(CLI_TIMEOUT_S):
         async with await start_cli("--config", str(config), "--json", "x", cwd=tmp_path) as process:
-            while True:
-                # The trap writes `trap-armed` at start-up; `ready` follows once the chunk was sent.
-                if (await wait_for_file(ready)).strip() == "ready":
-                    break
-                await anyio.sleep(0.01)
+            await wait_for_ready_marker(ready)
             children = descendants(process.pid)
-            process.send_signal(signal.SIGTERM)
-            line = await read_line(process)
-            process.send_signal(signal.SIGINT)
-            returncode = await process.wait()
+            line, returncode = await signal_twice(process, signal.SIGTERM)
     assert returncode == 143
     assert json_of(line)["stop_reason"] == "aborted"
     assert_all_gone(children)

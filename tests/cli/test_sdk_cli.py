@@ -6,7 +6,6 @@ payloads, the child's ``LlmFailure`` message) never reach stdout.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 from pathlib import Path
@@ -16,7 +15,7 @@ import anyio
 import psutil
 import pytest
 
-from tests.cli.test_cli import CLI_TIMEOUT_S, json_of, read_line, run_cli, start_cli
+from tests.cli._helpers import CLI_TIMEOUT_S, json_of, read_line, run_cli, start_cli, write_config
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON, REPO_ROOT
 from tests.sdk_provider._helpers import pid_alive, wait_for_file
 from tests.snapshots import assert_snapshot
@@ -79,13 +78,7 @@ def sdk_entry(args: list[str] | None = None, **env: str) -> dict[str, Any]:
 
 
 def write_sdk_config(tmp_path: Path, entry: dict[str, Any], name: str = "dsh-sdk") -> Path:
-    lines = [f'[providers."{name}"]']
-    lines.extend(f"{key} = {json.dumps(value)}" for key, value in entry.items() if key != "env")
-    lines.append(f'[providers."{name}".env]')
-    lines.extend(f"{key} = {json.dumps(value)}" for key, value in entry.get("env", {}).items())
-    path = tmp_path / "subagent-host.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return write_config(tmp_path, {name: entry})
 
 
 def patched_fake(tmp_path: Path) -> list[str]:

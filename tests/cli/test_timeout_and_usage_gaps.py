@@ -7,41 +7,14 @@ object for every usage or configuration error.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
-from typing import Any, cast
 
 import anyio
-import psutil
 import pytest
 
-from tests.cli.test_cli import acp_entry, cli_env, write_config
-from tests.conftest import PYTHON
+from tests.cli._helpers import CLI_TIMEOUT_S, acp_entry, is_gone, one_json_object, run_cli, write_config
 
 pytestmark = pytest.mark.anyio
-
-# Two interpreter cold starts (the CLI and its child) plus the handshake: generous on a loaded CI box.
-CLI_TIMEOUT_S = 30
-
-
-async def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return await anyio.run_process([PYTHON, "-m", "host", "run", *args], cwd=cwd, env=cli_env(), check=False)
-
-
-def one_json_object(stdout: bytes) -> dict[str, Any]:
-    lines = stdout.decode().splitlines()
-    assert len(lines) == 1, lines
-    data = cast("dict[str, Any]", json.loads(lines[0]))
-    assert isinstance(data, dict)
-    return data
-
-
-def is_gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 async def test_json_timeout_tears_down_a_cancel_ignoring_sigterm_trapping_child_and_its_setsid_grandchild(

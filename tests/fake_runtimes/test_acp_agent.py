@@ -22,6 +22,7 @@ import pytest
 from anyio.abc import ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from tests._provider_helpers import wait_for_file, wait_until_gone
 from tests.acp_conformance import (
     WireRecorder,
     validate_agent_message,
@@ -204,25 +205,6 @@ def _text_chunk(session_id: str, text: str, kind: str = "agent_message_chunk") -
 
 def _result(request_id: int, result: Message) -> Message:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
-async def _wait_for_file(path: Path) -> str:
-    """Poll a fake's ready/log file (written atomically) until it exists; callers bound this with fail_after."""
-    apath = anyio.Path(path)
-    while True:
-        if await apath.exists():
-            return await apath.read_text()
-        await anyio.sleep(0.01)
-
-
-async def _wait_until_gone(pid: int) -> None:
-    while True:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return
-        except psutil.NoSuchProcess:
-            return
-        await anyio.sleep(0.01)
 
 
 # -- default echo and the MOCK_* defaults -------------------------------------------------------------------------
@@ -669,7 +651,7 @@ async def test_hang_is_answered_cancelled_by_session_cancel_and_logged_once(tmp_
             sid = await agent.handshake()
             prompt_id = await agent.prompt(sid, "q")
             assert await agent.receive() == _text_chunk(sid, "mock child answer")
-            assert await _wait_for_file(ready) == "ready"
+            assert await wait_for_file(ready) == "ready"
             await agent.notify("session/cancel", {"sessionId": sid})
             assert await agent.receive() == _result(prompt_id, {"stopReason": "cancelled"})
             assert cancel_log.read_text() == "cancel\n"
@@ -683,7 +665,7 @@ async def test_stdin_eof_exits_0_even_with_a_hanging_prompt(tmp_path: Path) -> N
         async with open_agent({"MOCK_HANG": "1", "MOCK_READY_FILE": str(ready)}) as agent:
             sid = await agent.handshake()
             await agent.prompt(sid, "q")
-            await _wait_for_file(ready)
+            await wait_for_file(ready)
             await agent.close_stdin()
             assert await agent.drain() == [_text_chunk(sid, "mock child answer")]
             assert await agent.process.wait() == 0
@@ -701,7 +683,7 @@ async def test_crash_on_cancel_exits_1_after_logging_the_cancel(tmp_path: Path) 
         async with open_agent(env) as agent:
             sid = await agent.handshake()
             await agent.prompt(sid, "q")
-            await _wait_for_file(ready)
+            await wait_for_file(ready)
             await agent.notify("session/cancel", {"sessionId": sid})
             assert await agent.drain() == [_text_chunk(sid, "mock child answer")]
             assert await agent.process.wait() == 1
@@ -716,7 +698,7 @@ async def test_ignore_cancel_leaves_the_hanging_prompt_unanswered(tmp_path: Path
             sid = await agent.handshake()
             await agent.prompt(sid, "q")
             assert await agent.receive() == _text_chunk(sid, "mock child answer")
-            await _wait_for_file(ready)
+            await wait_for_file(ready)
             await agent.notify("session/cancel", {"sessionId": sid})
             # Messages are handled in order, so the cancel was processed before this request got its answer.
             ping_id = await agent.request("x/ping", {})
@@ -737,7 +719,7 @@ async def test_permission_on_cancel_asks_logs_the_answer_then_answers_cancelled(
             sid = await agent.handshake()
             prompt_id = await agent.prompt(sid, "q")
             await agent.receive()
-            await _wait_for_file(ready)
+            await wait_for_file(ready)
             await agent.notify("session/cancel", {"sessionId": sid})
             ask = await agent.receive()
             assert ask["method"] == "session/request_permission"
@@ -776,7 +758,7 @@ async def test_new_session_gate_writes_ready_and_answers_only_after_go(tmp_path:
         async with open_agent(env) as agent:
             await agent.call("initialize", INITIALIZE_PARAMS)
             new_id = await agent.request("session/new", {"cwd": "/", "mcpServers": []})
-            assert await _wait_for_file(ready) == "at-newSession"
+            assert await wait_for_file(ready) == "at-newSession"
             go.write_text("go")
             assert await agent.receive() == _result(new_id, {"sessionId": "gated"})
     assert_wire_conforms(agent)
@@ -788,7 +770,7 @@ async def test_stdin_eof_while_gated_exits_0(tmp_path: Path) -> None:
     with anyio.fail_after(PROCESS_TIMEOUT):
         async with open_agent(env) as agent:
             await agent.request("session/new", {"cwd": "/", "mcpServers": []})
-            await _wait_for_file(ready)
+            await wait_for_file(ready)
             assert await agent.exit_code() == 0
             assert not go.exists()
 
@@ -810,7 +792,7 @@ async def test_trap_sigterm_writes_armed_and_survives_sigterm_and_eof_until_sigk
     ready = tmp_path / "ready"
     with anyio.fail_after(PROCESS_TIMEOUT):
         async with open_agent({"MOCK_TRAP_SIGTERM": "1", "MOCK_READY_FILE": str(ready)}) as agent:
-            assert await _wait_for_file(ready) == "trap-armed"
+            assert await wait_for_file(ready) == "trap-armed"
             agent.process.terminate()
             # An ignored signal is discarded when sent, so a later answer proves the agent outlived it.
             await agent.call("initialize", INITIALIZE_PARAMS)
@@ -827,7 +809,7 @@ async def test_ignore_eof_stays_alive_and_its_sigterm_handler_writes_the_file_an
     env = {"MOCK_IGNORE_EOF": "1", "MOCK_READY_FILE": str(ready), "MOCK_SIGTERM_FILE": str(sigterm_file)}
     with anyio.fail_after(PROCESS_TIMEOUT):
         async with open_agent(env) as agent:
-            assert await _wait_for_file(ready) == "ignore-eof-armed"
+            assert await wait_for_file(ready) == "ignore-eof-armed"
             await agent.close_stdin()
             with anyio.move_on_after(_STILL_ALIVE_BOUND):
                 await agent.process.wait()
@@ -850,7 +832,7 @@ async def test_grandchild_sleeps_in_or_out_of_the_agents_group_and_dies_on_sigte
         env["MOCK_GRANDCHILD_SETSID"] = "1"
     with anyio.fail_after(PROCESS_TIMEOUT):
         async with open_agent(env) as agent:
-            grandchild = int(await _wait_for_file(pid_file))
+            grandchild = int(await wait_for_file(pid_file))
             try:
                 assert psutil.Process(grandchild).ppid() == agent.process.pid
                 if setsid:
@@ -859,7 +841,7 @@ async def test_grandchild_sleeps_in_or_out_of_the_agents_group_and_dies_on_sigte
                     assert os.getpgid(grandchild) == agent.process.pid
                 # The agent's SIGTERM trap must not leak into the grandchild.
                 os.kill(grandchild, signal.SIGTERM)
-                await _wait_until_gone(grandchild)
+                await wait_until_gone(grandchild)
             finally:
                 try:
                     os.kill(grandchild, signal.SIGKILL)
@@ -873,13 +855,13 @@ async def test_grandchild_stdio_is_dev_null(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
     with anyio.fail_after(PROCESS_TIMEOUT):
         async with open_agent({"MOCK_GRANDCHILD_PID_FILE": str(pid_file)}) as agent:
-            grandchild = int(await _wait_for_file(pid_file))
+            grandchild = int(await wait_for_file(pid_file))
             try:
                 targets = {fd: os.readlink(f"/proc/{grandchild}/fd/{fd}") for fd in (0, 1, 2)}
                 assert targets == {0: os.devnull, 1: os.devnull, 2: os.devnull}
             finally:
                 os.kill(grandchild, signal.SIGKILL)
-                await _wait_until_gone(grandchild)
+                await wait_until_gone(grandchild)
             assert await agent.exit_code() == 0
 
 

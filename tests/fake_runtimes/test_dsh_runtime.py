@@ -17,6 +17,8 @@ import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from tests._provider_helpers import wait_for_file, wait_until_gone
+
 from ..conftest import FAKE_DSH_RUNTIME, PYTHON
 
 # Every await is bounded; real-process tests get a wider bound than the 5 s standard because an interpreter cold
@@ -200,25 +202,6 @@ def _completed_turn(text: str, first_seq: int = 0, message_id: str = "fake-user-
     ]
 
 
-async def _wait_for_file(path: Path) -> str:
-    """Poll a ready file the runtime writes (the caller bounds the wait)."""
-    target = anyio.Path(path)
-    while True:
-        if await target.exists():
-            return await target.read_text()
-        await anyio.sleep(0.01)
-
-
-async def _wait_pid_gone(pid: int) -> None:
-    while True:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return
-        except psutil.NoSuchProcess:
-            return
-        await anyio.sleep(0.01)
-
-
 # -- the default one-run sequence --------------------------------------------------------------------------------
 
 
@@ -363,7 +346,7 @@ async def test_trap_sigterm_writes_the_file_and_survives_until_sigkill(tmp_path:
         async with _open_runtime(switches) as runtime:
             await runtime.initialize()
             runtime.process.send_signal(signal.SIGTERM)
-            assert await _wait_for_file(sigterm_file) == "sigterm\n"
+            assert await wait_for_file(sigterm_file) == "sigterm\n"
             assert await runtime.call("alive", {}, 4) == [_error(4, -32603, "unknown method: alive")]
             runtime.process.kill()
             assert await runtime.wait_exit() == -signal.SIGKILL
@@ -465,7 +448,7 @@ async def test_init_ready_and_go_answer_only_after_the_go_file_exists(tmp_path: 
     with anyio.fail_after(_BOUND):
         async with _open_runtime({"FAKE_INIT_READY": str(ready), "FAKE_INIT_GO": str(go)}) as runtime:
             await runtime.request("initialize", {"cwd": "/"}, 1)
-            assert await _wait_for_file(ready) == "ready\n"
+            assert await wait_for_file(ready) == "ready\n"
             go.touch()
             assert await runtime.receive() == _response(1, _SERVER_INFO)
 
@@ -476,7 +459,7 @@ async def test_stdin_eof_ends_the_process_while_initialize_waits_for_go(tmp_path
     with anyio.fail_after(_BOUND):
         async with _open_runtime({"FAKE_INIT_READY": str(ready), "FAKE_INIT_GO": str(go)}) as runtime:
             await runtime.request("initialize", {"cwd": "/"}, 1)
-            await _wait_for_file(ready)
+            await wait_for_file(ready)
             await runtime.close_stdin()
             assert await runtime.receive_to_eof() == []
             assert await runtime.wait_exit() == 0
@@ -813,7 +796,7 @@ async def test_grandchild_pid_file_names_a_live_sleeper_on_dev_null(tmp_path: Pa
     switches = {"FAKE_GRANDCHILD_PID_FILE": str(pid_file)} | ({"FAKE_GRANDCHILD_SETSID": "1"} if setsid else {})
     with anyio.fail_after(_BOUND):
         async with _open_runtime(switches) as runtime:
-            pid = int(await _wait_for_file(pid_file))
+            pid = int(await wait_for_file(pid_file))
             try:
                 await runtime.initialize()
                 assert psutil.Process(pid).ppid() == runtime.process.pid
@@ -821,6 +804,6 @@ async def test_grandchild_pid_file_names_a_live_sleeper_on_dev_null(tmp_path: Pa
                 assert {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)} == {"/dev/null"}
             finally:
                 os.kill(pid, signal.SIGKILL)
-                await _wait_pid_gone(pid)
+                await wait_until_gone(pid)
             await runtime.close_stdin()
             assert await runtime.wait_exit() == 0

@@ -85,6 +85,14 @@ class Remote:
         self.to_peer.close()
 
 
+async def request_into(
+    outcome: list[object], peer: JsonRpcPeer, method: str, params: Mapping[str, object] | None = None
+) -> None:
+    """Send a request through ``peer`` and append its result to ``outcome`` (a task body for ``start_soon``)."""
+    # Omit ``params`` rather than pass None, so a no-params call stays exactly that.
+    outcome.append(await (peer.request(method) if params is None else peer.request(method, params)))
+
+
 @dataclass
 class Wire:
     peer: JsonRpcPeer

@@ -14,7 +14,7 @@ import pytest
 
 from host._exceptions import ConnectionClosedError, LineTooLongError, PeerWriteError, ResponseError
 from host.jsonrpc import MAX_LINE_BYTES, JsonRpcPeer
-from tests.jsonrpc._wire import MemoryByteReceiveStream, MemoryByteSendStream, open_wire
+from tests.jsonrpc._wire import MemoryByteReceiveStream, MemoryByteSendStream, open_wire, request_into
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -87,11 +87,7 @@ async def test_request_without_params_has_no_params_member_and_absent_result_res
     async with open_wire() as wire:
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-
-                async def call() -> None:
-                    outcome.append(await wire.peer.request("shutdown"))
-
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "shutdown")
                 assert await wire.remote.read_raw() == b'{"jsonrpc":"2.0","id":0,"method":"shutdown"}\n'
                 await wire.remote.write(b'{"jsonrpc":"2.0","id":0}\n')
 
@@ -239,13 +235,9 @@ async def test_inbound_request_ids_are_a_separate_space_from_ours() -> None:
 
     outcome: list[object] = []
     async with open_wire(request_handlers={"ping": ping}) as wire:
-
-        async def call() -> None:
-            outcome.append(await wire.peer.request("initialize"))
-
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "initialize")
                 assert (await wire.remote.read_message())["id"] == 0
                 await wire.remote.write(b'{"jsonrpc":"2.0","id":0,"method":"ping"}\n')
                 assert await wire.remote.read_raw() == b'{"jsonrpc":"2.0","id":0,"result":"pong"}\n'
@@ -288,13 +280,9 @@ async def test_garbage_is_skipped_and_the_next_valid_messages_are_still_processe
     outcome: list[object] = []
 
     async with open_wire(on_notification=lambda method, params: seen.append(method)) as wire:
-
-        async def call() -> None:
-            outcome.append(await wire.peer.request("session/prompt"))
-
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "session/prompt")
                 await wire.remote.read_message()
                 await wire.remote.write(garbage)
                 await wire.remote.write(_notification("after", {}))
@@ -311,15 +299,11 @@ async def test_garbage_is_skipped_and_the_next_valid_messages_are_still_processe
 async def test_a_bool_id_never_resolves_the_request_it_would_alias() -> None:
     outcome: list[object] = []
     async with open_wire() as wire:
-
-        async def call() -> None:
-            outcome.append(await wire.peer.request("second"))
-
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wire.peer.request, "first")
                 await wire.remote.read_message()
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "second")
                 assert (await wire.remote.read_message())["id"] == 1
                 await wire.remote.write(b'{"jsonrpc":"2.0","id":true,"result":"aliased"}\n')
                 await anyio.wait_all_tasks_blocked()
@@ -333,13 +317,9 @@ async def test_a_bool_id_never_resolves_the_request_it_would_alias() -> None:
 async def test_a_duplicate_or_late_response_is_ignored() -> None:
     outcome: list[object] = []
     async with open_wire() as wire:
-
-        async def call() -> None:
-            outcome.append(await wire.peer.request("m"))
-
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "m")
                 await wire.remote.read_message()
                 await wire.remote.write(_response(0, "first") + _response(0, "second"))
             await anyio.wait_all_tasks_blocked()
@@ -385,13 +365,9 @@ async def test_an_error_response_fails_the_request_with_response_error(
 async def test_a_null_error_member_counts_as_absent() -> None:
     outcome: list[object] = []
     async with open_wire() as wire:
-
-        async def call() -> None:
-            outcome.append(await wire.peer.request("m"))
-
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "m")
                 await wire.remote.read_message()
                 await wire.remote.write(b'{"jsonrpc":"2.0","id":0,"result":3,"error":null}\n')
 
@@ -401,14 +377,11 @@ async def test_a_null_error_member_counts_as_absent() -> None:
 @pytest.mark.anyio
 async def test_string_ids_mode_sends_req_hex_ids_and_correlates_by_string() -> None:
     outcome: list[object] = []
+    empty: dict[str, object] = {}
     async with open_wire(next_id=lambda: f"req_{uuid4().hex}") as wire:
-
-        async def call() -> None:
-            outcome.append(await wire.peer.request("initialize", {}))
-
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "initialize", empty)
                 sent = await wire.remote.read_message()
                 assert re.fullmatch(r"req_[0-9a-f]{32}", sent["id"])
                 await wire.remote.write(_response(0, "int id is not ours"))
@@ -549,10 +522,6 @@ async def test_an_8_mib_line_within_the_default_bound_is_delivered() -> None:
 async def test_a_cancelled_request_leaves_no_pending_entry_and_its_late_response_is_dropped() -> None:
     outcome: list[object] = []
     async with open_wire() as wire:
-
-        async def call() -> None:
-            outcome.append(await wire.peer.request("next"))
-
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wire.peer.request, "slow")
@@ -561,7 +530,7 @@ async def test_a_cancelled_request_leaves_no_pending_entry_and_its_late_response
             assert len(wire.peer._pending) == 0
             await wire.remote.write(_response(0, "late"))
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
+                tg.start_soon(request_into, outcome, wire.peer, "next")
                 assert (await wire.remote.read_message())["id"] == 1
                 await wire.remote.write(_response(1, "fresh"))
             assert len(wire.peer._pending) == 0

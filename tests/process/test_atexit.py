@@ -4,9 +4,9 @@ import subprocess
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
 
+from tests._provider_helpers import is_gone
 from tests.conftest import PYTHON
 
 CHILDREN = Path(__file__).parent / "children"
@@ -30,13 +30,6 @@ anyio.run(main)
 """
 
 
-def is_dead(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.anyio
 async def test_host_exit_without_teardown_kills_every_owned_child() -> None:
     argv = [PYTHON, "-W", "ignore", "-c", OWNER, str(CHILDREN / "eof_deaf.py"), str(CHILDREN)]
@@ -45,4 +38,4 @@ async def test_host_exit_without_teardown_kills_every_owned_child() -> None:
         result = await anyio.run_process(argv, stdin=subprocess.DEVNULL, check=False)
     assert result.returncode == 0
     child = int(result.stdout.decode().strip())
-    assert is_dead(child)
+    assert is_gone(child)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
-import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from host.process import ManagedProcess, ProcessOutcome, build_child_env, run_teardown_ladder, spawn_managed
+from tests._provider_helpers import is_gone
 from tests.conftest import PYTHON
 
 CHILDREN = Path(__file__).parent / "children"
@@ -45,14 +45,6 @@ async def managed_child(script: str, *, capture_stderr: bool = False) -> AsyncGe
 async def read_line(handle: ManagedProcess) -> str:
     line = await BufferedByteReceiveStream(handle.stdout).receive_until(b"\n", 4096)
     return line.decode()
-
-
-def is_dead(pid: int) -> bool:
-    """Gone, or a zombie that nobody reaps (pid 1 of some containers never reaps orphans)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 @pytest.mark.anyio
@@ -95,7 +87,7 @@ async def test_setsid_grandchild_that_ignores_sigterm_is_killed_with_the_tree() 
             await run_teardown_ladder(handle, eof_grace_ms=100, aggregate_message=ACP_TEARDOWN_FAILED)
         # The child itself exited on EOF although the grandchild still held its stdout open.
         assert handle.outcome == ProcessOutcome(exit_code=0, signal=None)
-        assert is_dead(grandchild)
+        assert is_gone(grandchild)
 
 
 @pytest.mark.anyio

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from pydantic import TypeAdapter
 
 from host._json import ContentBlock, JsonValue
@@ -27,6 +28,7 @@ from host.tools import (
     ToolResult,
     ToolRunContext,
 )
+from host.tools.timeout_policy import install_timeout_policy
 
 Body = Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]]
 
@@ -149,6 +151,43 @@ def new_controller() -> CancelController:
     return CancelController()
 
 
+def instrumented_registry(
+    body: Body = returns_hi, *, timeout_ms: float | None = None, timeout_policy: bool = False
+) -> tuple[ToolRegistry, Phases]:
+    """A registry holding ``t`` with a counted ``body`` and the counting hooks (the timeout policy first if asked)."""
+    registry = ToolRegistry()
+    if timeout_policy:
+        install_timeout_policy(registry)
+    phases = Phases()
+    registry.register(make_tool(body=counted_body(phases, body), timeout_ms=timeout_ms))
+    instrument(registry, phases)
+    return registry, phases
+
+
+async def run_cancelling(
+    registry: ToolRegistry,
+    controller: CancelController,
+    reached: anyio.Event,
+    release: anyio.Event | None = None,
+    *,
+    agent: object | None = None,
+) -> ToolResult:
+    """Execute ``t``; once ``reached`` is set, cancel the caller, then set ``release``."""
+    results: list[ToolResult] = []
+
+    async def run() -> None:
+        results.append(await registry.execute(call(controller.signal, agent=agent)))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await reached.wait()
+            controller.cancel("user")
+            if release is not None:
+                release.set()
+    return results[0]
+
+
 __all__ = [
     "ABORTED",
     "ABORTED_BEFORE_DISPATCH",
@@ -160,8 +199,10 @@ __all__ = [
     "counted_body",
     "error_json",
     "instrument",
+    "instrumented_registry",
     "make_tool",
     "new_controller",
     "returns_hi",
+    "run_cancelling",
     "text",
 ]

@@ -30,6 +30,7 @@ from tests.tools._support import (
     error_json,
     instrument,
     make_tool,
+    run_cancelling,
 )
 
 AGENT = object()
@@ -145,19 +146,8 @@ async def test_an_approval_outcome_outside_the_closed_set_is_a_final_error() -> 
 async def _cancel_during_approval(outcome: str) -> tuple[ToolResult, Phases]:
     approval = _Approval(outcome)
     registry, phases = _registry(approval, Ask())
-    controller = CancelController()
-    results: list[ToolResult] = []
-
-    async def run() -> None:
-        results.append(await registry.execute(call(controller.signal, agent=AGENT)))
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await approval.asked.wait()
-            controller.cancel("user")
-            approval.release.set()
-    return results[0], phases
+    result = await run_cancelling(registry, CancelController(), approval.asked, approval.release, agent=AGENT)
+    return result, phases
 
 
 @pytest.mark.anyio

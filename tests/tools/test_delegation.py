@@ -10,34 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 
 from host import CancelController, Host, HostConfig, ToolResult
-from host.config import parse_config
+from tests._provider_helpers import is_gone
 from tests.acp_provider._helpers import wait_for_file
-from tests.conftest import FAKE_ACP_AGENT, PYTHON
 from tests.snapshots import assert_snapshot
+from tests.tools._helpers import PROCESS_TIMEOUT_S, acp_config, text_of
 
 pytestmark = pytest.mark.anyio
-
-# Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.
-PROCESS_TIMEOUT_S = 15
-
-
-def acp_config(*, timeout_ms: float | None = None, command: str = PYTHON, **env: str) -> HostConfig:
-    """One ``acp`` entry on the fake agent, scripted by ``env``, with fast teardown graces."""
-    entry: dict[str, Any] = {
-        "kind": "acp",
-        "command": command,
-        "args": [str(FAKE_ACP_AGENT)],
-        "env": env,
-        "dispose_eof_grace_ms": 300,
-        "dispose_grace_ms": 300,
-    }
-    if timeout_ms is not None:
-        entry["timeout_ms"] = timeout_ms
-    return parse_config({"providers": {"acp": entry}})
 
 
 def normalized(result: ToolResult) -> dict[str, Any]:
@@ -49,22 +30,9 @@ def normalized(result: ToolResult) -> dict[str, Any]:
     return data
 
 
-def text_of(result: ToolResult) -> str:
-    block = result.content[0]
-    assert block["type"] == "text"
-    return block["text"]
-
-
 async def delegate(config: HostConfig, workspace: Path, **arguments: object) -> ToolResult:
     async with Host.open(config, parent_cwd=str(workspace)) as host:
         return await host.execute("delegate_acp", {"task": "do it", **arguments}, signal=CancelController().signal)
-
-
-def assert_gone(pid: int) -> None:
-    try:
-        assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        pass
 
 
 async def test_child_runs_in_the_parent_workspace_when_the_entry_omits_cwd(tmp_path: Path) -> None:
@@ -101,7 +69,7 @@ async def test_hanging_child_past_its_budget_times_out_and_is_disposed_first(tmp
     with anyio.fail_after(PROCESS_TIMEOUT_S):
         result = await delegate(config, tmp_path)
     assert text_of(result) == "Error: tool call timed out after 200ms"
-    assert_gone(int(pid_file.read_text()))
+    assert is_gone(int(pid_file.read_text()))
 
 
 async def test_hanging_child_with_300ms_budget_gives_the_exact_tool_timeout_result(tmp_path: Path) -> None:
@@ -109,7 +77,7 @@ async def test_hanging_child_with_300ms_budget_gives_the_exact_tool_timeout_resu
     config = acp_config(timeout_ms=300, MOCK_HANG="1", MOCK_TEXT="partial", MOCK_GRANDCHILD_PID_FILE=str(pid_file))
     with anyio.fail_after(PROCESS_TIMEOUT_S):
         result = await delegate(config, tmp_path)
-    assert_gone(int(pid_file.read_text()))
+    assert is_gone(int(pid_file.read_text()))
     assert_snapshot("tools", "foreground_tool_timeout", normalized(result))
 
 
@@ -162,7 +130,7 @@ async def test_cancelling_the_call_during_a_hanging_run_is_a_tool_owned_cancel_a
             group.start_soon(call)
             await wait_for_file(ready)
             controller.cancel("parent stopped")
-        assert_gone(int(pid_file.read_text()))
+        assert is_gone(int(pid_file.read_text()))
     (result,) = results
     assert text_of(result) == "Error: subagent run was cancelled\nPartial output before the run ended:\npartial reply"
     assert "info" not in result.to_json()["error"]

@@ -11,20 +11,20 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 import psutil
 import pytest
 from anyio.abc import TaskGroup
 
-from host import CancelController, Host, HostConfig, ToolResult
+from host import CancelController, Host, ToolResult
 from host._exceptions import ProcessTreeSurvivedError
 from host._run import Capabilities, SubagentRequest, SubagentRun
 from host.acp_provider import AcpRunSpec, start_acp_run
 from host.cancel import CancelSignal
-from host.config import AcpEntryConfig, parse_config
+from host.config import AcpEntryConfig
 from host.diagnostics import JobOutcome
 from host.stream import FrameObserver, ProviderKind
 from host.tools import (
@@ -35,50 +35,22 @@ from host.tools import (
     create_job_tools,
     install_timeout_policy,
 )
+from tests._provider_helpers import is_gone, wait_for_ready_marker
 from tests.acp_provider._helpers import agent_entry, agent_spec, wait_for_file
 from tests.acp_provider._seams import decorated_spawn, reject_final_exit_wait_after_exit
-from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
+from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME
 from tests.snapshots import assert_snapshot
+from tests.tools._helpers import PROCESS_TIMEOUT_S, text_of
+from tests.tools._helpers import acp_config as _acp_config
+from tests.tools._helpers import sdk_config as _sdk_config
 
 pytestmark = pytest.mark.anyio
 
-# Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.
-PROCESS_TIMEOUT_S = 15
+# Tighter graces than the shared default, and the SDK entry named "sdk" (its tool is delegate_sdk).
+acp_config = partial(_acp_config, grace_ms=200)
+sdk_config = partial(_sdk_config, "sdk")
 
 TEARDOWN_PREFIX = "subagent-acp: Subagent failure (provider: ACP; stage: teardown; category: process-exit; "
-
-
-def acp_config(*, timeout_ms: float | None = None, **env: str) -> HostConfig:
-    entry: dict[str, Any] = {
-        "kind": "acp",
-        "command": PYTHON,
-        "args": [str(FAKE_ACP_AGENT)],
-        "env": env,
-        "dispose_eof_grace_ms": 200,
-        "dispose_grace_ms": 200,
-    }
-    if timeout_ms is not None:
-        entry["timeout_ms"] = timeout_ms
-    return parse_config({"providers": {"acp": entry}})
-
-
-def sdk_config(**env: str) -> HostConfig:
-    entry: dict[str, Any] = {
-        "kind": "dsh-sdk",
-        "command": PYTHON,
-        "args": [str(FAKE_DSH_RUNTIME)],
-        "env": env,
-        "shutdown_timeout_ms": 100,
-        "dispose_eof_grace_ms": 200,
-        "dispose_grace_ms": 200,
-    }
-    return parse_config({"providers": {"sdk": entry}})
-
-
-def text_of(result: ToolResult) -> str:
-    block = result.content[0]
-    assert block["type"] == "text"
-    return block["text"]
 
 
 def live_fakes() -> list[psutil.Process]:
@@ -94,21 +66,6 @@ def live_fakes() -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return alive
-
-
-def is_gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-async def wait_for_ready(path: Path) -> None:
-    """Wait until the fake wrote exactly ``ready`` (a SIGTERM trap writes ``trap-armed`` there first)."""
-    while True:
-        if (await wait_for_file(path)).strip() == "ready":
-            return
-        await anyio.sleep(0.01)
 
 
 # --- foreground: teardown happens before the call returns -------------------------------------------------------
@@ -137,7 +94,7 @@ async def test_a_timed_out_foreground_call_has_torn_down_the_whole_tree_before_i
                     observed.append((result, live_fakes(), is_gone(int(pid_file.read_text()))))
 
                 group.start_soon(call)
-                await wait_for_ready(ready)
+                await wait_for_ready_marker(ready)
     ((result, alive, grandchild_gone),) = observed
     assert result.to_json() == {
         "is_error": True,
@@ -284,7 +241,7 @@ async def test_a_killed_job_is_disposed_before_its_outcome_is_reported(tmp_path:
             signal = CancelController().signal
             started = await host.execute("delegate_acp", {"task": "x", "run_in_background": True}, signal=signal)
             job_id = started.to_json()["value"]["job_id"]
-            await wait_for_ready(ready)
+            await wait_for_ready_marker(ready)
             grandchild = int(pid_file.read_text())
             await host.execute("job_kill", {"job_id": job_id}, signal=signal)
             outcome = await host.wait_job(job_id)

@@ -3,40 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
-from host import CancelController, Host, HostConfig, ToolResult
-from host.config import parse_config
-from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
+from host import CancelController, Host
 from tests.snapshots import assert_snapshot
+from tests.tools._helpers import PROCESS_TIMEOUT_S, sdk_config, text_of
 
 pytestmark = pytest.mark.anyio
-
-# Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.
-PROCESS_TIMEOUT_S = 15
-
-
-def sdk_config(**env: str) -> HostConfig:
-    """One ``dsh-sdk`` entry on the fake runtime, scripted by ``env``, with the spec's fast-teardown settings."""
-    entry: dict[str, Any] = {
-        "kind": "dsh-sdk",
-        "command": PYTHON,
-        "args": [str(FAKE_DSH_RUNTIME)],
-        "env": env,
-        "shutdown_timeout_ms": 100,
-        "dispose_eof_grace_ms": 200,
-        "dispose_grace_ms": 200,
-    }
-    return parse_config({"providers": {"dsh-sdk": entry}})
-
-
-def text_of(result: ToolResult) -> str:
-    block = result.content[0]
-    assert block["type"] == "text"
-    return block["text"]
 
 
 async def test_runtime_runs_in_the_parent_workspace(tmp_path: Path) -> None:

@@ -2,51 +2,26 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
-import psutil
 import pytest
 
-from host import CancelController, Host, HostConfig, ToolResult
+from host import CancelController, Host, ToolResult
 from host.acp_provider import AcpProvider
-from host.config import AcpEntryConfig, parse_config
+from host.config import AcpEntryConfig
 from host.tools import ToolExecutionInput, ToolRegistry, create_delegation_tool
+from tests._provider_helpers import is_gone
 from tests.acp_provider._helpers import wait_for_file
-from tests.conftest import FAKE_ACP_AGENT, PYTHON
 from tests.snapshots import assert_snapshot
+from tests.tools._helpers import PROCESS_TIMEOUT_S, text_of
+from tests.tools._helpers import acp_config as _acp_config
 
 pytestmark = pytest.mark.anyio
 
-# Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.
-PROCESS_TIMEOUT_S = 15
-
-
-def acp_config(*, permission: str = "reject", command: str = PYTHON, **env: str) -> HostConfig:
-    entry: dict[str, Any] = {
-        "kind": "acp",
-        "command": command,
-        "args": [str(FAKE_ACP_AGENT)],
-        "env": env,
-        "permission": permission,
-        "dispose_eof_grace_ms": 300,
-        "dispose_grace_ms": 300,
-    }
-    return parse_config({"providers": {"acp": entry}})
-
-
-def text_of(result: ToolResult) -> str:
-    block = result.content[0]
-    assert block["type"] == "text"
-    return block["text"]
-
-
-def assert_gone(pid: int) -> None:
-    try:
-        assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        pass
+# Jobs pin the permission policy their denial test relies on.
+acp_config = partial(_acp_config, permission="reject")
 
 
 async def start_job(host: Host, task: str = "background task") -> str:
@@ -148,7 +123,7 @@ async def test_closing_the_host_kills_and_disposes_every_live_job(tmp_path: Path
             # A second job still starting when the host closes must not survive either.
             starting = await start_job(host)
         outcomes = [await host.wait_job(job_id) for job_id in (hanging, starting)]
-    assert_gone(grandchild)
+    assert is_gone(grandchild)
     assert [outcome.status for outcome in outcomes] == ["killed", "killed"]
 
 

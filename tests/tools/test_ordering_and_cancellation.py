@@ -31,42 +31,12 @@ from tests.tools._support import (
     ABORTED,
     ABORTED_BEFORE_DISPATCH,
     HI,
-    Phases,
     call,
-    counted_body,
     error_json,
-    instrument,
+    instrumented_registry,
     make_tool,
+    run_cancelling,
 )
-
-
-def _setup(
-    body: Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]] | None = None,
-) -> tuple[ToolRegistry, Phases]:
-    registry = ToolRegistry()
-    phases = Phases()
-    registry.register(make_tool(body=counted_body(phases, body) if body else counted_body(phases)))
-    instrument(registry, phases)
-    return registry, phases
-
-
-async def _run_cancelling(
-    registry: ToolRegistry, controller: CancelController, reached: anyio.Event, release: anyio.Event | None = None
-) -> ToolResult:
-    """Execute; once ``reached`` is set, cancel the caller, then set ``release``."""
-    results: list[ToolResult] = []
-
-    async def run() -> None:
-        results.append(await registry.execute(call(controller.signal)))
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await reached.wait()
-            controller.cancel("user")
-            if release is not None:
-                release.set()
-    return results[0]
 
 
 @pytest.mark.anyio
@@ -147,7 +117,7 @@ async def test_a_wrapper_runs_between_pre_execute_and_post_execute_around_the_bo
 
 @pytest.mark.anyio
 async def test_cancelled_at_entry_skips_every_stage_but_finish() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     controller = CancelController()
     controller.cancel("early")
     with anyio.fail_after(5):
@@ -163,7 +133,7 @@ async def test_cancelled_at_entry_skips_every_stage_but_finish() -> None:
 
 @pytest.mark.anyio
 async def test_an_argument_failure_beats_a_cancelled_signal() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     controller = CancelController()
     controller.cancel()
     with anyio.fail_after(5):
@@ -174,7 +144,7 @@ async def test_an_argument_failure_beats_a_cancelled_signal() -> None:
 
 @pytest.mark.anyio
 async def test_cancel_while_pre_execute_awaits_aborts_before_dispatch() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     reached, release = anyio.Event(), anyio.Event()
 
     async def gate(_exec: ToolExecution, call_next: PreExecuteNext) -> PreExecuteDecision:
@@ -183,14 +153,14 @@ async def test_cancel_while_pre_execute_awaits_aborts_before_dispatch() -> None:
         return await call_next()
 
     registry.on_pre_execute(gate)
-    result = await _run_cancelling(registry, CancelController(), reached, release)
+    result = await run_cancelling(registry, CancelController(), reached, release)
     assert result.to_json() == ABORTED_BEFORE_DISPATCH
     assert phases.body == 0 and phases.post == 1
 
 
 @pytest.mark.anyio
 async def test_a_deny_settling_after_the_cancel_is_the_denial() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     reached = anyio.Event()
 
     async def gate(exec_: ToolExecution, _next: PreExecuteNext) -> PreExecuteDecision:
@@ -199,13 +169,13 @@ async def test_a_deny_settling_after_the_cancel_is_the_denial() -> None:
         return Deny("policy denied the call")
 
     registry.on_pre_execute(gate)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == error_json("policy denied the call")
 
 
 @pytest.mark.anyio
 async def test_a_pre_execute_raise_after_the_cancel_is_a_final_error() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     reached = anyio.Event()
 
     async def gate(exec_: ToolExecution, _next: PreExecuteNext) -> PreExecuteDecision:
@@ -214,14 +184,14 @@ async def test_a_pre_execute_raise_after_the_cancel_is_a_final_error() -> None:
         raise RuntimeError("gate interrupted")
 
     registry.on_pre_execute(gate)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == error_json("gate interrupted")
     assert phases.post == 0
 
 
 @pytest.mark.anyio
 async def test_a_wrapper_that_delegates_after_the_caller_cancelled_aborts_before_dispatch() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     reached = anyio.Event()
 
     async def wrap(exec_: ToolDispatchExecution, call_next: ExecuteNext) -> ToolResult:
@@ -235,14 +205,14 @@ async def test_a_wrapper_that_delegates_after_the_caller_cancelled_aborts_before
             exec_.signal = upstream
 
     registry.on_execute(wrap)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == ABORTED_BEFORE_DISPATCH
     assert phases.body == 0
 
 
 @pytest.mark.anyio
 async def test_a_wrapper_installing_an_already_cancelled_signal_aborts_before_dispatch() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     pre_cancelled = CancelController()
     pre_cancelled.cancel("wrapper")
 
@@ -262,7 +232,7 @@ async def test_a_wrapper_installing_an_already_cancelled_signal_aborts_before_di
 
 @pytest.mark.anyio
 async def test_a_short_circuit_success_raced_by_a_caller_cancel_aborts_before_dispatch() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     reached = anyio.Event()
 
     async def wrap(exec_: ToolDispatchExecution, _next: ExecuteNext) -> ToolResult:
@@ -271,14 +241,14 @@ async def test_a_short_circuit_success_raced_by_a_caller_cancel_aborts_before_di
         return ToolSuccess("cached", [])
 
     registry.on_execute(wrap)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == ABORTED_BEFORE_DISPATCH
     assert phases.body == 0
 
 
 @pytest.mark.anyio
 async def test_a_late_wrapper_success_after_the_body_ran_and_the_caller_cancelled_is_aborted() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     reached, release = anyio.Event(), anyio.Event()
 
     async def wrap(_exec: ToolDispatchExecution, call_next: ExecuteNext) -> ToolResult:
@@ -288,14 +258,14 @@ async def test_a_late_wrapper_success_after_the_body_ran_and_the_caller_cancelle
         return result
 
     registry.on_execute(wrap)
-    result = await _run_cancelling(registry, CancelController(), reached, release)
+    result = await run_cancelling(registry, CancelController(), reached, release)
     assert result.to_json() == ABORTED
     assert phases.body == 1
 
 
 @pytest.mark.anyio
 async def test_a_late_post_execute_accept_after_the_cancel_is_aborted() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     reached = anyio.Event()
 
     async def post(exec_: ToolExecution, _result: ToolResult, _next: PostExecuteNext) -> PostExecuteDecision:
@@ -304,13 +274,13 @@ async def test_a_late_post_execute_accept_after_the_cancel_is_aborted() -> None:
         return Accept()
 
     registry.on_post_execute(post)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == ABORTED
 
 
 @pytest.mark.anyio
 async def test_a_wrapper_raise_after_the_cancel_is_a_final_error_without_body_or_post() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     reached = anyio.Event()
 
     async def wrap(exec_: ToolDispatchExecution, _next: ExecuteNext) -> ToolResult:
@@ -319,7 +289,7 @@ async def test_a_wrapper_raise_after_the_cancel_is_a_final_error_without_body_or
         raise CodedError("wrapper failed", code="WRAPPER_FAILURE")
 
     registry.on_execute(wrap)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == error_json("wrapper failed", "CodedError", "WRAPPER_FAILURE")
     assert phases.body == 0 and phases.post == 0
 
@@ -333,14 +303,14 @@ async def test_a_body_failure_after_it_observed_the_cancel_is_kept() -> None:
         await ctx.signal.wait()
         raise CodedError("stopped", code="TOOL_FAILURE")
 
-    registry, _ = _setup(body)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    registry, _ = instrumented_registry(body)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == error_json("stopped", "CodedError", "TOOL_FAILURE")
 
 
 @pytest.mark.anyio
 async def test_a_post_execute_raise_after_the_cancel_is_kept() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     reached = anyio.Event()
 
     async def post(exec_: ToolExecution, _result: ToolResult, _next: PostExecuteNext) -> PostExecuteDecision:
@@ -349,7 +319,7 @@ async def test_a_post_execute_raise_after_the_cancel_is_kept() -> None:
         raise CodedError("post failed", code="POST_FAILURE")
 
     registry.on_post_execute(post)
-    result = await _run_cancelling(registry, CancelController(), reached)
+    result = await run_cancelling(registry, CancelController(), reached)
     assert result.to_json() == error_json("post failed", "CodedError", "POST_FAILURE")
 
 
@@ -365,7 +335,7 @@ async def test_the_body_gets_a_fused_signal_that_follows_the_caller_but_not_back
         await ctx.signal.wait()
         return "hi"
 
-    registry, _ = _setup(body)
+    registry, _ = instrumented_registry(body)
 
     async def wrap(exec_: ToolDispatchExecution, call_next: ExecuteNext) -> ToolResult:
         upstream = exec_.signal
@@ -377,7 +347,7 @@ async def test_the_body_gets_a_fused_signal_that_follows_the_caller_but_not_back
 
     registry.on_execute(wrap)
     controller = CancelController()
-    result = await _run_cancelling(registry, controller, reached)
+    result = await run_cancelling(registry, controller, reached)
     (body_signal,) = body_signals
     assert body_signal is not controller.signal and body_signal is not wrapper_controller.signal
     assert body_signal.cancelled and body_signal.reason == "user"
@@ -387,7 +357,7 @@ async def test_the_body_gets_a_fused_signal_that_follows_the_caller_but_not_back
 
 @pytest.mark.anyio
 async def test_post_execute_sees_the_callers_exact_signal_after_a_wrapper_swapped_it() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
     wrapper_signals: list[CancelSignal] = []
 
     async def wrap(exec_: ToolDispatchExecution, call_next: ExecuteNext) -> ToolResult:
@@ -417,7 +387,7 @@ async def test_without_a_swapping_wrapper_the_body_gets_the_callers_exact_signal
         seen.append(ctx.signal)
         return "hi"
 
-    registry, _ = _setup(body)
+    registry, _ = instrumented_registry(body)
     controller = CancelController()
     with anyio.fail_after(5):
         await registry.execute(call(controller.signal))
@@ -433,7 +403,7 @@ async def test_an_uncooperative_body_is_awaited_to_quiescence_and_then_aborted()
         await release.wait()
         return "hi"
 
-    registry, _ = _setup(body)
+    registry, _ = instrumented_registry(body)
     controller = CancelController()
     results: list[ToolResult] = []
 
@@ -460,7 +430,7 @@ async def test_anyio_cancellation_of_the_caller_lands_only_after_the_call_settle
         await release.wait()
         return "hi"
 
-    registry, phases = _setup(body)
+    registry, phases = instrumented_registry(body)
     results: list[ToolResult] = []
     caller_scope = anyio.CancelScope()
 

@@ -22,7 +22,7 @@ from host.tools import (
     ToolRunContext,
 )
 from host.tools.timeout_policy import install_timeout_policy
-from tests.tools._support import ABORTED, HI, Phases, call, counted_body, error_json, instrument, make_tool
+from tests.tools._support import ABORTED, HI, Phases, call, error_json, instrumented_registry, make_tool, run_cancelling
 
 Body = Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]]
 
@@ -37,12 +37,7 @@ async def _cooperative(_args: JsonValue, ctx: ToolRunContext) -> JsonValue:
 
 
 def _setup(body: Body, timeout_ms: float | None) -> tuple[ToolRegistry, Phases]:
-    registry = ToolRegistry()
-    install_timeout_policy(registry)
-    phases = Phases()
-    registry.register(make_tool(body=counted_body(phases, body), timeout_ms=timeout_ms))
-    instrument(registry, phases)
-    return registry, phases
+    return instrumented_registry(body, timeout_ms=timeout_ms, timeout_policy=True)
 
 
 def _recording(seen: list[CancelSignal], inner: Body | None = None) -> Body:
@@ -109,18 +104,8 @@ async def test_a_caller_cancel_before_the_deadline_keeps_aborted() -> None:
         return await _cooperative(args, ctx)
 
     registry, _ = _setup(body, 5000)
-    controller = CancelController()
-    results: list[ToolResult] = []
-
-    async def run() -> None:
-        results.append(await registry.execute(call(controller.signal)))
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await started.wait()
-            controller.cancel("user")
-    assert results[0].to_json() == ABORTED
+    result = await run_cancelling(registry, CancelController(), started)
+    assert result.to_json() == ABORTED
 
 
 @pytest.mark.anyio
@@ -134,19 +119,8 @@ async def test_the_deadline_firing_first_keeps_tool_timeout_despite_a_late_calle
         return "late"
 
     registry, _ = _setup(body, 50)
-    controller = CancelController()
-    results: list[ToolResult] = []
-
-    async def run() -> None:
-        results.append(await registry.execute(call(controller.signal)))
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await timed_out.wait()
-            controller.cancel("user")
-            release.set()
-    assert results[0].to_json() == _timeout_json("50")
+    result = await run_cancelling(registry, CancelController(), timed_out, release)
+    assert result.to_json() == _timeout_json("50")
 
 
 @pytest.mark.anyio

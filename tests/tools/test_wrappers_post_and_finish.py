@@ -32,26 +32,14 @@ from host.tools import (
 from tests.tools._support import (
     ABORTED_BEFORE_DISPATCH,
     HI,
-    Phases,
     call,
-    counted_body,
     error_json,
-    instrument,
+    instrumented_registry,
     make_tool,
     text,
 )
 
 IMAGE: ContentBlock = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
-
-
-def _setup(
-    body: Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]] | None = None,
-) -> tuple[ToolRegistry, Phases]:
-    registry = ToolRegistry()
-    phases = Phases()
-    registry.register(make_tool(body=counted_body(phases, body) if body else counted_body(phases)))
-    instrument(registry, phases)
-    return registry, phases
 
 
 async def _execute(registry: ToolRegistry) -> ToolResult:
@@ -70,7 +58,7 @@ def _post(
 
 @pytest.mark.anyio
 async def test_a_pre_execute_deny_never_reaches_the_wrapper() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
 
     async def deny(_exec: ToolExecution, _next: PreExecuteNext) -> PreExecuteDecision:
         return Deny("no")
@@ -85,7 +73,7 @@ async def test_a_raising_body_is_normalized_before_the_wrappers_next_returns() -
     async def body(_args: JsonValue, _ctx: ToolRunContext) -> JsonValue:
         raise CodedError("kaboom", code="BOOM")
 
-    registry, phases = _setup(body)
+    registry, phases = instrumented_registry(body)
     seen: list[dict[str, object]] = []
 
     async def wrap(_exec: ToolDispatchExecution, call_next: ExecuteNext) -> ToolResult:
@@ -102,7 +90,7 @@ async def test_a_raising_body_is_normalized_before_the_wrappers_next_returns() -
 
 @pytest.mark.anyio
 async def test_a_wrapper_success_without_next_is_re_rendered_from_its_value() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
 
     async def wrap(_exec: ToolDispatchExecution, _next: ExecuteNext) -> ToolResult:
         return ToolSuccess("cached", [text("wrapper's own content")])
@@ -155,7 +143,7 @@ async def test_a_wrapper_success_after_the_tool_was_unregistered_is_unknown_tool
 
 @pytest.mark.anyio
 async def test_a_raising_wrapper_is_a_final_error_without_post_execute() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
 
     async def wrap(_exec: ToolDispatchExecution, _next: ExecuteNext) -> ToolResult:
         raise RuntimeError("wrapper broke")
@@ -168,7 +156,7 @@ async def test_a_raising_wrapper_is_a_final_error_without_post_execute() -> None
 
 @pytest.mark.anyio
 async def test_calling_next_twice_is_a_wrapper_failure() -> None:
-    registry, phases = _setup()
+    registry, phases = instrumented_registry()
 
     async def wrap(_exec: ToolDispatchExecution, call_next: ExecuteNext) -> ToolResult:
         await call_next()
@@ -182,7 +170,7 @@ async def test_calling_next_twice_is_a_wrapper_failure() -> None:
 
 @pytest.mark.anyio
 async def test_post_accept_with_content_replaces_only_the_content() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     registry.on_post_execute(_post(Accept(content=[text("short")])))
     result = await _execute(registry)
     assert result.to_json() == {"is_error": False, "value": "hi", "content": [text("short")]}
@@ -190,7 +178,7 @@ async def test_post_accept_with_content_replaces_only_the_content() -> None:
 
 @pytest.mark.anyio
 async def test_post_accept_with_a_value_rebuilds_value_and_content() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     registry.on_post_execute(_post(Accept(value="new")))
     result = await _execute(registry)
     assert result.to_json() == {"is_error": False, "value": "new", "content": [text("new")]}
@@ -198,7 +186,7 @@ async def test_post_accept_with_a_value_rebuilds_value_and_content() -> None:
 
 @pytest.mark.anyio
 async def test_post_accept_with_both_value_and_content_is_an_error() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     registry.on_post_execute(_post(Accept(content=[text("c")], value="v")))
     result = await _execute(registry)
     assert result.to_json() == error_json("tools/post-execute accept decision cannot replace both value and content")
@@ -206,7 +194,7 @@ async def test_post_accept_with_both_value_and_content_is_an_error() -> None:
 
 @pytest.mark.anyio
 async def test_post_accept_with_a_value_against_the_schema_is_invalid_output() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     registry.on_post_execute(_post(Accept(value=1)))
     result = await _execute(registry)
     assert result.to_json() == error_json(
@@ -221,7 +209,7 @@ async def test_post_accept_with_a_value_on_a_failed_result_is_an_error() -> None
     async def body(_args: JsonValue, _ctx: ToolRunContext) -> JsonValue:
         raise RuntimeError("failed")
 
-    registry, _ = _setup(body)
+    registry, _ = instrumented_registry(body)
     registry.on_post_execute(_post(Accept(value="x")))
     result = await _execute(registry)
     assert result.to_json() == error_json("tools/post-execute cannot replace the value of a failed result")
@@ -243,7 +231,7 @@ async def test_post_accept_with_a_value_after_unregistering_is_unknown_tool() ->
 
 @pytest.mark.anyio
 async def test_post_block_replaces_the_result_with_a_feedback_failure() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     registry.on_post_execute(_post(Block([text("no")])))
     result = await _execute(registry)
     assert result.to_json() == {"is_error": True, "error": {"message": "no"}, "content": [text("no")]}
@@ -259,7 +247,7 @@ async def test_post_block_replaces_the_result_with_a_feedback_failure() -> None:
 )
 @pytest.mark.anyio
 async def test_block_messages_join_text_and_name_other_blocks(feedback: list[ContentBlock], message: str) -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     registry.on_post_execute(_post(Block(feedback)))
     result = await _execute(registry)
     assert result.to_json() == {"is_error": True, "error": {"message": message}, "content": feedback}
@@ -267,7 +255,7 @@ async def test_block_messages_join_text_and_name_other_blocks(feedback: list[Con
 
 @pytest.mark.anyio
 async def test_block_feedback_that_is_not_lossless_fails_materialization() -> None:
-    registry, _ = _setup()
+    registry, _ = instrumented_registry()
     registry.on_post_execute(_post(Block([{"type": "text", "text": "x", "bad": {1}}])))
     result = await _execute(registry)
     assert result.to_json() == error_json("tool result must be losslessly JSON-serializable")
