@@ -25,8 +25,9 @@ from host._host import Host
 from host.cancel import CancelController
 from host.config import HostConfig, delegation_tool_name, load_config
 from host.diagnostics import SubagentResult, foreground_failure_message, text_of
+from host.process import adopt_orphans, reap_orphans
 from host.stream import ChunkFrame, StreamFrame, TextDelta
-from host.tools import TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
+from host.tools import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
 
 __all__ = [
     "DEFAULT_PROVIDER",
@@ -98,6 +99,10 @@ def run_cli(argv: Sequence[str] | None = None, *, owns_process: bool = False) ->
         as_json=args.json,
         owns_process=owns_process,
     )
+    if owns_process:
+        # A grandchild that setsid()-s away from a child that then exits escapes the teardown's process-group and
+        # psutil snapshot; as the subreaper the CLI adopts it and sweeps it before exiting.
+        adopt_orphans()
     return anyio.run(_run, options)
 
 
@@ -204,6 +209,10 @@ class _Invocation:
             if error is not None and not _is_timeout(error) and self.result.stop_reason != "completed":
                 # The tool's failure only restates the run's outcome, which the object already carries.
                 error = None
+            if error is not None and self.received is not None and _is_registry_abort(error):
+                # Our own signal landed after the run had settled (during teardown): the run object is the answer
+                # and the exit status already says which signal it was.
+                error = None
         if error is not None:
             if _is_timeout(error):
                 obj["error_code"] = TOOL_TIMEOUT
@@ -267,6 +276,10 @@ async def _run(options: _Options) -> int:
                 tool_result = await host.execute(
                     delegation_tool_name(provider), {"task": options.task}, signal=controller.signal, hooks=hooks
                 )
+            if options.owns_process:
+                # Every child was torn down; what is left was orphaned by it. Still under the signal receiver, so a
+                # repeated signal cannot cut the sweep short.
+                await reap_orphans(config.providers[provider].dispose_grace_ms)
             watchers.cancel_scope.cancel()
     if options.owns_process:
         # The receiver restored the default handlers; the run is over, so a late (or repeated) signal must not kill
@@ -317,6 +330,10 @@ def _usage_failure(message: str, as_json: bool) -> int:
 
 def _failure_of(tool_result: ToolResult | None) -> ToolFailure | None:
     return tool_result if isinstance(tool_result, ToolFailure) else None
+
+
+def _is_registry_abort(failure: ToolFailure) -> bool:
+    return failure.error.info is not None and failure.error.info.code in (TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH)
 
 
 def _is_timeout(failure: ToolFailure) -> bool:

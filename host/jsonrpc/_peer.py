@@ -125,6 +125,7 @@ class JsonRpcPeer:
         self._closed = False
         self._close_reason: CloseReason | None = None
         self._line_too_long: LineTooLongError | None = None
+        self._write_failure: Exception | None = None
 
     @property
     def closed(self) -> bool:
@@ -304,9 +305,14 @@ class JsonRpcPeer:
     async def _write(self, data: bytes) -> None:
         # One send() per message under the lock, so concurrent writers never interleave bytes on the wire.
         async with self._write_lock:
+            if self._write_failure is not None:
+                # A pipe that broke stays broken. Writing again would only make asyncio log one "pipe closed by
+                # peer" warning per message, e.g. for every request a dead child left queued on its stdout.
+                raise PeerWriteError("writing to the JSON-RPC peer failed") from self._write_failure
             try:
                 await self._send.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                self._write_failure = exc
                 raise PeerWriteError("writing to the JSON-RPC peer failed") from exc
 
     def _mark_closed(self, reason: CloseReason) -> None:

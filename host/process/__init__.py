@@ -1,7 +1,8 @@
 """The managed child process shared by both providers (acp-provider.md §4).
 
 Environment scrub, spawn in a new session, exit facts, process-tree liveness and termination, the shielded
-and bounded teardown ladder, and an ``atexit`` hook that SIGKILLs every tree the host still owns.
+and bounded teardown ladder, an ``atexit`` hook that SIGKILLs every tree the host still owns, and (for a process
+that owns its lifetime, like the CLI) adoption and sweeping of descendants a child orphaned.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from host.process._env import build_child_env, scrub_environment
 from host.process._handle import ProcessHandle
 from host.process._ladder import SharedTeardown, run_teardown_ladder
 from host.process._managed import ManagedProcess, spawn_managed
+from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
 
 __all__ = [
@@ -17,7 +19,9 @@ __all__ = [
     "ProcessHandle",
     "ProcessOutcome",
     "SharedTeardown",
+    "adopt_orphans",
     "build_child_env",
+    "reap_orphans",
     "run_teardown_ladder",
     "scrub_environment",
     "spawn_managed",

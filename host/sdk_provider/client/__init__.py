@@ -22,6 +22,7 @@ from host.sdk_provider.client._client import (
 from host.sdk_provider.client._spec import SdkRunSpec
 from host.sdk_provider.client._subscription import SUBSCRIPTION_CLOSED_MESSAGE, SessionNotification, Subscription
 from host.sdk_provider.client._validation import (
+    MAX_CONTENT_DEPTH,
     RECEIPT_EVENT_TYPE,
     ServerInfo,
     compact_json,
@@ -35,6 +36,7 @@ from host.sdk_provider.client._validation import (
 __all__ = [
     "CLIENT_CLOSED_MESSAGE",
     "FAILED_TO_START_MESSAGE",
+    "MAX_CONTENT_DEPTH",
     "NOT_RUNNING_MESSAGE",
     "RECEIPT_EVENT_TYPE",
     "RUNTIME_CLOSED_MESSAGE",

@@ -161,7 +161,13 @@ class SdkClient:
             max_tokens=spec.max_tokens,
         )
         result = await self.request("initialize", params.to_wire(), timeout_ms=spec.initialize_timeout_ms)
-        return server_info_of(result)
+        info = server_info_of(result)
+        handle = self._handle
+        if handle is not None:
+            # The runtime is alive and booted: record its helpers now. One that setsid()s away and outlives an
+            # early exit of the runtime could no longer be found by the snapshot that `aclose` takes.
+            handle.snapshot_descendants()
+        return info
 
     async def _spawn(self, task_group: TaskGroup) -> None:
         spec = self._spec

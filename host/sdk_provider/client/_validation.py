@@ -8,13 +8,14 @@ top-level turn-end kinds pass.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeGuard, cast
 
 from host._exceptions import SdkProtocolError
 
 __all__ = [
+    "MAX_CONTENT_DEPTH",
     "RECEIPT_EVENT_TYPE",
     "ServerInfo",
     "compact_json",
@@ -43,6 +44,16 @@ _ABORT_CAUSES: Final = frozenset({"user", "parent", "disposed", "legacy", "hook"
 
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
+MAX_CONTENT_DEPTH: Final = 64
+"""Deepest nesting of arrays and objects inside one content block of an ``assistant/message``.
+
+The host keeps message content verbatim and later copies, validates and encodes it with recursive code, so a
+block nested close to the interpreter's recursion limit would fail somewhere downstream depending on the caller's
+stack depth. Rejecting it here makes the outcome a deterministic ``protocol`` failure.
+"""
+# Stands in for a value too deeply nested to encode in a host-only message.
+_UNENCODABLE: Final = "<unencodable value>"
+
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
@@ -56,7 +67,10 @@ def compact_json(value: object) -> str:
     """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``; a missing value is ``null``."""
     try:
         return _ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError):
+    except RecursionError:
+        # Peer JSON can parse yet nest too deeply to encode (or repr) within the remaining stack.
+        return _UNENCODABLE
+    except (TypeError, ValueError):
         # Parsed peer JSON always encodes; this only guards a caller passing something else.
         return _ENCODER.encode(repr(value))
 
@@ -125,9 +139,27 @@ def _check_message(event: dict[str, Any]) -> None:
     message = data.get("message") if _is_object(data) else None
     content = message.get("content") if _is_object(message) else None
     if type(content) is not list or not all(
-        _is_object(block) and isinstance(block.get("type"), str) for block in cast(list[object], content)
+        _is_object(block) and isinstance(block.get("type"), str) and _nested_within(block, MAX_CONTENT_DEPTH)
+        for block in cast(list[object], content)
     ):
         raise SdkProtocolError(_MALFORMED_CONTENT.format(json=compact_json(event)))
+
+
+def _nested_within(value: object, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects at most ``limit`` levels deep (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is dict:
+            children: Iterable[object] = cast(dict[str, object], item).values()
+        elif type(item) is list:
+            children = cast(list[object], item)
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
 
 
 def _check_chunk(event: dict[str, Any]) -> None:
