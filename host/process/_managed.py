@@ -17,13 +17,14 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process, TaskGroup
 
 from host._exceptions import ProcessTreeSurvivedError
+from host.cancel import format_ms
 from host.process._handle import ProcessHandle
 from host.process._outcome import ProcessOutcome
 from host.process._registry import forget_tree, register_tree
 from host.process._stderr import StderrTail, drain_stderr
 from host.process._tree import ProcessTree
 
-__all__ = ["ManagedProcess", "spawn_managed"]
+__all__ = ["ManagedProcess", "poll_until", "spawn_managed"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,17 +40,14 @@ _POLL_BACKOFF: Final = 1.25
 _STDERR_SETTLE_S: Final = 0.1
 
 
-async def _poll_until(condition: Callable[[], bool]) -> None:
+async def poll_until(condition: Callable[[], bool]) -> None:
+    """Return once ``condition()`` holds, polling fast first and backing off to the 15 ms cadence (unbounded)."""
     # Polling is deliberate: no event fires when a reaped leader's descendants die, and waiting for pipe EOF
     # would hang on a grandchild that inherited stdout.
     interval = _POLL_FIRST_INTERVAL_S
     while not condition():
         await anyio.sleep(interval)
         interval = min(interval * _POLL_BACKOFF, _POLL_INTERVAL_S)
-
-
-def _format_ms(ms: float) -> str:
-    return str(int(ms)) if float(ms).is_integer() else str(ms)
 
 
 class ManagedProcess(ProcessHandle):
@@ -132,7 +130,7 @@ class ManagedProcess(ProcessHandle):
 
     async def wait_outcome(self) -> ProcessOutcome:
         """Wait for the direct child's exit (by polling ``returncode``) and return its facts."""
-        await _poll_until(lambda: self.outcome is not None)
+        await poll_until(lambda: self.outcome is not None)
         outcome = self.outcome
         assert outcome is not None
         return outcome
@@ -144,7 +142,7 @@ class ManagedProcess(ProcessHandle):
             ``True`` once the tree is gone, ``False`` when the bound expired first.
         """
         with anyio.move_on_after(max(bound_ms, 0.0) / 1000):
-            await _poll_until(self.quiescent)
+            await poll_until(self.quiescent)
         return self.quiescent()
 
     async def close_stdin(self) -> None:
@@ -198,7 +196,7 @@ class ManagedProcess(ProcessHandle):
             return
         after = "after SIGKILL" if self._killed_at is not None else "without SIGKILL"
         raise ProcessTreeSurvivedError(
-            f"process tree of pid {self.pid} still alive {_format_ms(self._grace_ms)}ms {after}"
+            f"process tree of pid {self.pid} still alive {format_ms(self._grace_ms)}ms {after}"
         )
 
     async def aclose(self) -> None:

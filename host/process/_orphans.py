@@ -19,14 +19,15 @@ from typing import Final
 import anyio
 import psutil
 
+from host.process._managed import poll_until
+from host.process._tree import member_alive, signal_members
+
 __all__ = ["adopt_orphans", "reap_orphans"]
 
 logger = logging.getLogger(__name__)
 
 # prctl(2) option that makes orphaned descendants re-parent to the caller instead of to init.
 _PR_SET_CHILD_SUBREAPER: Final = 36
-# Interval between two liveness polls of the swept orphans.
-_POLL_INTERVAL_S: Final = 0.015
 
 
 def adopt_orphans() -> bool:
@@ -60,12 +61,12 @@ async def reap_orphans(grace_ms: float) -> None:
         if not orphans:
             return
         logger.warning("terminating %d process(es) a child left behind", len(orphans))
-        _send(orphans, signal.SIGTERM)
+        signal_members(orphans, signal.SIGTERM)
         if await _wait_gone(orphans, grace_ms):
             return
         # Anything forked during the grace is a descendant too.
         orphans = _descendants()
-        _send(orphans, signal.SIGKILL)
+        signal_members(orphans, signal.SIGKILL)
         if not await _wait_gone(orphans, grace_ms):
             logger.warning("processes a child left behind survived SIGKILL: %s", [proc.pid for proc in orphans])
 
@@ -77,35 +78,17 @@ def _descendants() -> list[psutil.Process]:
         return []
 
 
-def _send(processes: list[psutil.Process], sig: signal.Signals) -> None:
-    for proc in processes:
-        try:
-            proc.send_signal(sig)
-        except psutil.NoSuchProcess:
-            continue
-        except psutil.AccessDenied:
-            logger.debug("not permitted to signal process %d", proc.pid)
-
-
 def _gone(proc: psutil.Process) -> bool:
-    """Whether ``proc`` has exited; reaps it when it is our own zombie."""
+    """Whether ``proc`` has exited; reaps it first when it is our own (adopted) zombie."""
     try:
         os.waitpid(proc.pid, os.WNOHANG)
     except ChildProcessError:
         pass  # not (or no longer) our child
-    try:
-        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.AccessDenied:
-        return False
+    return not member_alive(proc)
 
 
 async def _wait_gone(processes: list[psutil.Process], grace_ms: float) -> bool:
     # Polled: no event fires when a process that is not our child (or not yet) dies.
     with anyio.move_on_after(max(grace_ms, 0.0) / 1000):
-        while True:
-            if all(_gone(proc) for proc in processes):
-                return True
-            await anyio.sleep(_POLL_INTERVAL_S)
+        await poll_until(lambda: all(_gone(proc) for proc in processes))
     return all(_gone(proc) for proc in processes)

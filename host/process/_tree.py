@@ -10,15 +10,17 @@ import errno
 import logging
 import os
 import signal
+from collections.abc import Iterable
 
 import psutil
 
-__all__ = ["ProcessTree"]
+__all__ = ["ProcessTree", "member_alive", "signal_members"]
 
 logger = logging.getLogger(__name__)
 
 
-def _member_alive(member: psutil.Process) -> bool:
+def member_alive(member: psutil.Process) -> bool:
+    """Whether ``member`` still runs (a zombie does not; an inaccessible process might)."""
     try:
         return member.is_running() and member.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -40,6 +42,18 @@ def _group_has_live_member(pgid: int) -> bool:
         except (PermissionError, psutil.AccessDenied):
             return True
     return False
+
+
+def signal_members(members: Iterable[psutil.Process], sig: signal.Signals) -> None:
+    """Send ``sig`` to each member still running (psutil guards against reused pids); vanished ones are skipped."""
+    for member in members:
+        try:
+            if member.is_running():
+                member.send_signal(sig)
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.AccessDenied:
+            logger.debug("not permitted to signal process %d", member.pid)
 
 
 class ProcessTree:
@@ -72,7 +86,7 @@ class ProcessTree:
         """
         if self._group_alive() and (not leader_reaped or _group_has_live_member(self.pgid)):
             return True
-        return any(_member_alive(member) for member in self._members.values())
+        return any(member_alive(member) for member in self._members.values())
 
     def _group_alive(self) -> bool:
         try:
@@ -94,14 +108,7 @@ class ProcessTree:
             pass
         except PermissionError:
             logger.debug("not permitted to signal process group %d", self.pgid)
-        for member in self._members.values():
-            try:
-                if member.is_running():
-                    member.send_signal(sig)
-            except psutil.NoSuchProcess:
-                continue
-            except psutil.AccessDenied:
-                logger.debug("not permitted to signal process %d", member.pid)
+        signal_members(self._members.values(), sig)
 
     def kill_now(self) -> None:
         """SIGKILL the tree synchronously, ignoring every error (used by ``atexit`` and emergency paths)."""
