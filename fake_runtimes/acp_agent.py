@@ -9,13 +9,11 @@ any ``MOCK_*`` variable is set, §12 applies verbatim (default text ``mock child
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import select
 import signal
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -23,7 +21,19 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NoReturn, cast
 
-JsonObject = dict[str, object]
+if __package__ in (None, ""):  # run as a script: make the sibling skeleton importable as ``fake_runtimes._skeleton``
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from fake_runtimes._skeleton import (
+    EOF,
+    Inbox,
+    JsonObject,
+    compact_json,
+    prompt_text,
+    spawn_grandchild,
+    start_stdin_reader,
+    write_file_atomically,
+)
 
 EXIT_EOF: int = 0
 """Exit code on stdin EOF, after a flush, and from the SIGTERM handler of ``MOCK_IGNORE_EOF``."""
@@ -38,15 +48,10 @@ DEFAULT_TEXT = "mock child answer"
 THOUGHT_TEXT = "thinking…"
 METHOD_NOT_FOUND = -32601
 
-_READ_SIZE = 65536
 # How often the newSession gate polls for its GO file.
 _GATE_POLL_SECONDS = 0.01
 # How often a write blocked on a full stdout pipe re-checks for stdin EOF.
 _BLOCKED_WRITE_POLL_SECONDS = 0.05
-_GRANDCHILD_CODE = "import time\nwhile True:\n    time.sleep(3600)\n"
-
-_EOF = object()
-"""Queue sentinel: stdin reached EOF."""
 
 _ALLOW_OPTION: JsonObject = {"optionId": "yes", "name": "Allow", "kind": "allow_once"}
 _REJECT_OPTION: JsonObject = {"optionId": "no", "name": "Reject", "kind": "reject_once"}
@@ -58,18 +63,6 @@ def _env(name: str) -> str | None:
 
 def _flag(name: str) -> bool:
     return os.environ.get(name) == "1"
-
-
-def _compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _write_file_atomically(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a sibling temp file and a rename, so a poller never sees half a file."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def _append_line(path: str, line: str) -> None:
@@ -90,7 +83,7 @@ def _stay_alive_forever() -> NoReturn:
 class _Agent:
     """The agent's state; only the main thread touches it (the reader thread only feeds ``inbox``)."""
 
-    inbox: queue.Queue[object]
+    inbox: Inbox
     eof_seen: threading.Event
     echo_mode: bool
     stdout_broken: bool = False
@@ -112,7 +105,7 @@ class _Agent:
         """
         if self.stdout_broken:
             return
-        data = (_compact({"jsonrpc": "2.0", **message}) + "\n").encode("utf-8")
+        data = (compact_json({"jsonrpc": "2.0", **message}) + "\n").encode("utf-8")
         view = memoryview(data)
         try:
             while view:
@@ -154,7 +147,7 @@ class _Agent:
     def receive(self) -> JsonObject:
         """Take the next inbound message; stdin EOF is handled here (exit, flush, or stay alive)."""
         item = self.inbox.get()
-        if item is _EOF:
+        if item is EOF:
             _on_stdin_eof()
         return cast(JsonObject, item)
 
@@ -189,7 +182,7 @@ class _Agent:
     def on_initialize(self, request_id: object, params: JsonObject) -> None:
         record = _env("MOCK_RECORD_INIT")
         if record:
-            _append_line(record, _compact(params))
+            _append_line(record, compact_json(params))
         if _flag("MOCK_CRASH_ON_INITIALIZE"):
             os._exit(EXIT_CRASH_ON_INITIALIZE)
         self.respond(
@@ -206,7 +199,7 @@ class _Agent:
         self.session_cwd = cwd if isinstance(cwd, str) else None
         ready, go = _env("MOCK_NEWSESSION_READY"), _env("MOCK_NEWSESSION_GO")
         if ready and go:
-            _write_file_atomically(ready, "at-newSession")
+            write_file_atomically(ready, "at-newSession")
             while not os.path.exists(go):
                 if self.eof_seen.is_set():
                     _on_stdin_eof()
@@ -223,7 +216,7 @@ class _Agent:
         self.prompts_in_flight.append(request_id)
         self.cancel_requested = False
         try:
-            self.run_prompt(request_id, sid, _prompt_text(params.get("prompt")))
+            self.run_prompt(request_id, sid, prompt_text(params.get("prompt")))
         finally:
             self.prompts_in_flight.remove(request_id)
 
@@ -272,7 +265,7 @@ class _Agent:
             os._exit(EXIT_CRASH_AFTER_CHUNK)  # every write went straight to the fd: nothing left to flush
         ready = _env("MOCK_READY_FILE")
         if ready:
-            _write_file_atomically(ready, "ready")
+            write_file_atomically(ready, "ready")
         if _flag("MOCK_HANG"):
             if self.cancel_requested:
                 # session/cancel arrived while this prompt was still working (e.g. awaiting a permission answer).
@@ -294,7 +287,7 @@ class _Agent:
         outcome = cast(JsonObject, result).get("outcome") if isinstance(result, dict) else None
         log = _env("MOCK_PERMISSION_LOG")
         if log:
-            _append_line(log, _compact(outcome))
+            _append_line(log, compact_json(outcome))
         return outcome
 
     def probe(self, sid: str) -> str | None:
@@ -357,19 +350,6 @@ def _chunk(kind: str, text: str) -> JsonObject:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
 
 
-def _prompt_text(prompt: object) -> str:
-    if not isinstance(prompt, list):
-        return ""
-    parts: list[str] = []
-    for block in cast(list[object], prompt):
-        if isinstance(block, dict):
-            typed = cast(JsonObject, block)
-            text = typed.get("text")
-            if typed.get("type") == "text" and isinstance(text, str):
-                parts.append(text)
-    return "".join(parts)
-
-
 def _on_stdin_eof() -> NoReturn:
     if _flag("MOCK_TRAP_SIGTERM") or _flag("MOCK_IGNORE_EOF"):
         _stay_alive_forever()
@@ -377,73 +357,30 @@ def _on_stdin_eof() -> NoReturn:
     if flush:
         delay_ms = _env("MOCK_FLUSH_DELAY_MS")
         time.sleep((150 if delay_ms is None else float(delay_ms)) / 1000)
-        _write_file_atomically(flush, "flushed")
+        write_file_atomically(flush, "flushed")
     os._exit(EXIT_EOF)
-
-
-def _decode(line: bytes) -> JsonObject | None:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return cast(JsonObject, value) if isinstance(value, dict) else None
-
-
-def _read_stdin(inbox: queue.Queue[object], eof_seen: threading.Event) -> None:
-    """Reader thread: raw reads (no buffered-stdin lock to trip over at exit), one queue item per JSON object."""
-    pending = b""
-    while True:
-        try:
-            data = os.read(0, _READ_SIZE)
-        except OSError:
-            data = b""
-        if not data:
-            break
-        pending += data
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            message = _decode(line)
-            if message is not None:
-                inbox.put(message)
-    tail = _decode(pending) if pending.strip() else None
-    if tail is not None:
-        inbox.put(tail)
-    eof_seen.set()
-    inbox.put(_EOF)
-
-
-def _spawn_grandchild(pid_file: str) -> None:
-    # Spawned before any signal disposition changes: SIG_IGN would survive exec into the grandchild.
-    grandchild = subprocess.Popen(
-        [sys.executable, "-c", _GRANDCHILD_CODE],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=_flag("MOCK_GRANDCHILD_SETSID"),
-    )
-    _write_file_atomically(pid_file, str(grandchild.pid))
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     sigterm_file = _env("MOCK_SIGTERM_FILE")
     if sigterm_file:
-        _write_file_atomically(sigterm_file, "sigterm")
+        write_file_atomically(sigterm_file, "sigterm")
     os._exit(EXIT_EOF)
 
 
 def _arm_process_switches() -> None:
     pid_file = _env("MOCK_GRANDCHILD_PID_FILE")
     if pid_file:
-        _spawn_grandchild(pid_file)
+        spawn_grandchild(pid_file, setsid=_flag("MOCK_GRANDCHILD_SETSID"))
     ready = _env("MOCK_READY_FILE")
     if _flag("MOCK_TRAP_SIGTERM"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if ready:
-            _write_file_atomically(ready, "trap-armed")
+            write_file_atomically(ready, "trap-armed")
     elif _flag("MOCK_IGNORE_EOF"):
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
         if ready:
-            _write_file_atomically(ready, "ignore-eof-armed")
+            write_file_atomically(ready, "ignore-eof-armed")
 
 
 def _make_stdout_pipe_non_blocking() -> None:
@@ -460,9 +397,9 @@ def main() -> NoReturn:
     echo_mode = not any(name.startswith("MOCK_") for name in os.environ)
     _make_stdout_pipe_non_blocking()
     _arm_process_switches()
-    inbox: queue.Queue[object] = queue.Queue()
+    inbox: Inbox = queue.Queue()
     eof_seen = threading.Event()
-    threading.Thread(target=_read_stdin, args=(inbox, eof_seen), name="stdin-reader", daemon=True).start()
+    start_stdin_reader(inbox, eof_seen)
     _Agent(inbox=inbox, eof_seen=eof_seen, echo_mode=echo_mode).serve_forever()
 
 

@@ -9,11 +9,9 @@ SIGTERM, 130 on SIGINT.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -21,6 +19,19 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Final, NoReturn, cast
+
+if __package__ in (None, ""):  # run as a script: make the sibling skeleton importable as ``fake_runtimes._skeleton``
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from fake_runtimes._skeleton import (
+    EndOfInput,
+    Inbox,
+    JsonObject,
+    compact_json,
+    prompt_text,
+    spawn_grandchild,
+    start_stdin_reader,
+)
 
 DEFAULT_TEXT: Final = "hello from fake runtime"
 SERVER_NAME: Final = "deepseek-harness-sdk-runtime"
@@ -34,20 +45,7 @@ EXIT_SIGINT: Final = 130
 # How often the INIT_READY/INIT_GO handshake polls for the GO file.
 _GO_POLL_SECONDS: Final = 0.005
 
-_GRANDCHILD_SOURCE: Final = "import time\nwhile True:\n    time.sleep(3600)\n"
-
-JsonObject = dict[str, object]
-
-
-class _EndOfInput:
-    """Queue sentinel: stdin reached EOF."""
-
-
-_EOF: Final = _EndOfInput()
 _OMIT: Final = object()
-
-# Keeps the grandchild's Popen referenced so it is never collected (and never warned about) while we live.
-_grandchildren: list[subprocess.Popen[bytes]] = []
 
 
 def _switch(name: str) -> str | None:
@@ -70,19 +68,6 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _read_stdin(inbox: queue.Queue[JsonObject | _EndOfInput]) -> None:
-    """Feed every JSON object line of stdin to ``inbox``, then the EOF sentinel; skip everything else."""
-    for raw in iter(sys.stdin.buffer.readline, b""):
-        try:
-            line = raw.decode("utf-8").strip()
-            frame: object = json.loads(line) if line else None
-        except ValueError:  # UnicodeDecodeError and JSONDecodeError are both ValueErrors
-            continue
-        if isinstance(frame, dict):
-            inbox.put(cast(JsonObject, frame))
-    inbox.put(_EOF)
-
-
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     del signum, frame
     path = _switch("FAKE_SIGTERM_FILE")
@@ -98,54 +83,21 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _exit_now(EXIT_SIGINT)
 
 
-def _spawn_grandchild(pid_file: str) -> None:
-    """Spawn a sleep-forever grandchild on /dev/null and publish its pid atomically."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _GRANDCHILD_SOURCE],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=_switch("FAKE_GRANDCHILD_SETSID") is not None,
-    )
-    _grandchildren.append(child)
-    staging = f"{pid_file}.tmp"
-    with open(staging, "w", encoding="utf-8") as file:
-        file.write(f"{child.pid}\n")
-    os.replace(staging, pid_file)
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _prompt_text(blocks: object) -> str:
-    """Concatenate the text of the prompt's text blocks (quick-start echo)."""
-    if not isinstance(blocks, list):
-        return ""
-    pieces: list[str] = []
-    for block in cast(list[object], blocks):
-        if isinstance(block, dict):
-            typed = cast(JsonObject, block)
-            text = typed.get("text")
-            if typed.get("type") == "text" and isinstance(text, str):
-                pieces.append(text)
-    return "".join(pieces)
-
-
 class _FakeRuntime:
     """The request loop and its per-process state (the global event ``seq`` counter)."""
 
     def __init__(self) -> None:
         self._seq = 0
         self._probes = 0
-        self._inbox: queue.Queue[JsonObject | _EndOfInput] = queue.Queue()
+        self._inbox: Inbox = queue.Queue()
+        self._eof_seen = threading.Event()
         # Requests read while waiting for a probe answer; handled before newer input.
         self._deferred: deque[JsonObject] = deque()
 
     # -- input ---------------------------------------------------------------------------------------------------
 
     def start_reader(self) -> None:
-        threading.Thread(target=_read_stdin, args=(self._inbox,), name="stdin-reader", daemon=True).start()
+        start_stdin_reader(self._inbox, self._eof_seen)
 
     def _at_eof(self) -> NoReturn:
         if _switch("FAKE_IGNORE_EOF") is None:
@@ -157,7 +109,7 @@ class _FakeRuntime:
         if self._deferred:
             return self._deferred.popleft()
         item = self._inbox.get()
-        if isinstance(item, _EndOfInput):
+        if isinstance(item, EndOfInput):
             self._at_eof()
         return item
 
@@ -168,7 +120,7 @@ class _FakeRuntime:
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(item, _EndOfInput):
+            if isinstance(item, EndOfInput):
                 self._at_eof()
             else:
                 self._deferred.append(item)
@@ -177,7 +129,7 @@ class _FakeRuntime:
 
     def _write(self, message: Mapping[str, object]) -> None:
         try:
-            sys.stdout.buffer.write((_dumps({"jsonrpc": "2.0", **message}) + "\n").encode("utf-8"))
+            sys.stdout.buffer.write((compact_json({"jsonrpc": "2.0", **message}) + "\n").encode("utf-8"))
             sys.stdout.buffer.flush()
         except (BrokenPipeError, ValueError):
             pass  # the host is gone; stdin EOF (or a signal) ends us
@@ -243,7 +195,7 @@ class _FakeRuntime:
         record = _switch("FAKE_RECORD_INIT")
         if record is not None:
             with open(record, "a", encoding="utf-8") as file:
-                file.write(_dumps(params) + "\n")
+                file.write(compact_json(params) + "\n")
         ready, go = _switch("FAKE_INIT_READY"), _switch("FAKE_INIT_GO")
         if _switch("FAKE_HANG_INIT") is not None:
             return
@@ -305,7 +257,7 @@ class _FakeRuntime:
     def _text(self, blocks: object, probe_line: str | None = None) -> str:
         """Build the assistant text: the §6 lines when scripted, else the quick-start echo of the prompt."""
         if not _scripted():
-            return _prompt_text(blocks)
+            return prompt_text(blocks)
         lines: list[str] = [] if probe_line is None else [probe_line]
         if _switch("FAKE_ECHO_CWD") is not None:
             lines.append(f"cwd={os.getcwd()}")
@@ -321,11 +273,11 @@ class _FakeRuntime:
         self._write({"id": probe_id, "method": method, "params": {}})
         while True:
             item = self._inbox.get()
-            if isinstance(item, _EndOfInput):
+            if isinstance(item, EndOfInput):
                 self._at_eof()
             if "method" not in item and item.get("id") == probe_id:
                 error = item.get("error")
-                return _dumps(cast(JsonObject, error).get("code")) if isinstance(error, dict) else "ok"
+                return compact_json(cast(JsonObject, error).get("code")) if isinstance(error, dict) else "ok"
             self._deferred.append(item)
 
     def _run_turn(self, sid: str, blocks: object) -> None:
@@ -421,7 +373,7 @@ def main() -> None:
         _exit_now(EXIT_BEFORE_INIT)
     pid_file = _switch("FAKE_GRANDCHILD_PID_FILE")
     if pid_file is not None:
-        _spawn_grandchild(pid_file)
+        spawn_grandchild(pid_file, setsid=_switch("FAKE_GRANDCHILD_SETSID") is not None)
     runtime = _FakeRuntime()
     runtime.start_reader()
     runtime.serve()

@@ -28,6 +28,8 @@ _SUITE_STARTED = psutil.Process().create_time() - 1.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FAKE_ACP_AGENT = REPO_ROOT / "fake_runtimes" / "acp_agent.py"
 FAKE_DSH_RUNTIME = REPO_ROOT / "fake_runtimes" / "dsh_runtime.py"
+# The built-in echo agent ships inside the package (fake_runtimes/ is test-only and never installed).
+ECHO_AGENT = REPO_ROOT / "host" / "_echo_agent.py"
 PYTHON = sys.executable
 
 # How long a leaked process may take to finish dying after the test returned (teardown ladders may still be
@@ -85,8 +87,12 @@ def no_leaked_processes_or_pipes() -> Iterator[None]:
             proc.send_signal(signal.SIGKILL)
         except psutil.Error:
             pass
-    gc.collect()
     new_pipes = _open_pipes() - pipes_before
+    if new_pipes:
+        # Only garbage can still hold them now: collect it and look again (a full collection on every test would
+        # cost a tenth of a second of CPU each, over a heap of every test module).
+        gc.collect()
+        new_pipes = _open_pipes() - pipes_before
     problems: list[str] = []
     if leaked:
         problems.append(f"test left child processes alive: {[p.pid for p in leaked]}")

@@ -16,7 +16,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final, cast
 
-import fake_runtimes
 from host._exceptions import ConfigError
 from host.config._acp import validate_acp_entry
 from host.config._models import AcpEntryConfig, EntryConfig, HostConfig, delegation_tool_name
@@ -127,9 +126,9 @@ def parse_config(
 
 
 def builtin_config() -> HostConfig:
-    """The built-in default: one ACP entry ``echo`` running the bundled fake agent with this interpreter."""
+    """The built-in default: one ACP entry ``echo`` running the built-in echo agent with this interpreter."""
     entry = AcpEntryConfig(
-        name="echo", command=sys.executable, args=(_bundled_acp_agent(),), description=BUILTIN_DESCRIPTION
+        name="echo", command=sys.executable, args=("-I", "-S", _bundled_acp_agent()), description=BUILTIN_DESCRIPTION
     )
     return HostConfig(providers=MappingProxyType({"echo": entry}), source=BUILTIN_SOURCE)
 
@@ -171,5 +170,5 @@ def _validate_entry(name: str, table: object, *, base_dir: str, environ: Mapping
 
 
 def _bundled_acp_agent() -> str:
-    """The absolute path of ``fake_runtimes/acp_agent.py`` in the installed ``fake_runtimes`` package."""
-    return str(Path(fake_runtimes.__file__).resolve().parent / "acp_agent.py")
+    """The absolute path of the built-in echo agent, ``host/_echo_agent.py`` (stdlib only, run isolated)."""
+    return str(Path(__file__).resolve().parent.parent / "_echo_agent.py")

@@ -23,6 +23,8 @@ from tests._provider_helpers import is_gone as is_gone
 from tests._provider_helpers import wait_for_ready_marker as wait_for_ready_marker
 from tests.conftest import FAKE_ACP_AGENT, PYTHON, REPO_ROOT
 
+# The ``subagent-host`` console script installed next to this interpreter.
+CONSOLE_SCRIPT = str(Path(PYTHON).parent / "subagent-host")
 # Two interpreter cold starts (the CLI and its child) plus the handshake: generous on a loaded CI box.
 CLI_TIMEOUT_S = 30
 

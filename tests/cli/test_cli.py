@@ -14,8 +14,10 @@ import pytest
 from tests.acp_provider._helpers import wait_for_file
 from tests.cli._helpers import (
     CLI_TIMEOUT_S,
+    CONSOLE_SCRIPT,
     acp_entry,
     assert_all_gone,
+    cli_env,
     descendants,
     json_of,
     read_line,
@@ -34,6 +36,19 @@ pytestmark = pytest.mark.anyio
 async def test_default_echo_provider_prints_the_task(tmp_path: Path) -> None:
     with anyio.fail_after(CLI_TIMEOUT_S):
         done = await run_cli("hello", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == "hello\n"
+
+
+async def test_the_installed_built_in_echo_ignores_mock_and_fake_switches_in_the_host_environment(
+    tmp_path: Path,
+) -> None:
+    # Through the installed console script: the built-in echo is the package's own agent, not the scripted fake.
+    switches = {"MOCK_SERVER_URL": "x", "MOCK_TEXT": "scripted", "MOCK_CRASH_ON_PROMPT": "1", "FAKE_TEXT": "scripted"}
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await anyio.run_process(
+            [CONSOLE_SCRIPT, "run", "hello"], cwd=tmp_path, env={**cli_env(), **switches}, check=False
+        )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode() == "hello\n"
 

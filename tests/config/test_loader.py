@@ -19,7 +19,7 @@ from host.config import (
     parse_config,
 )
 from tests.config._helpers import load_toml
-from tests.conftest import FAKE_ACP_AGENT
+from tests.conftest import ECHO_AGENT
 
 
 def write_config(path: Path, name: str) -> Path:
@@ -88,7 +88,7 @@ def test_without_any_config_file_the_built_in_echo_entry_loads(tmp_path: Path) -
     assert echo == AcpEntryConfig(
         name="echo",
         command=sys.executable,
-        args=(str(FAKE_ACP_AGENT),),
+        args=("-I", "-S", str(ECHO_AGENT)),
         description="Built-in echo ACP agent (answers with the task text); for trying subagent-host out",
     )
     assert echo.description == BUILTIN_DESCRIPTION
