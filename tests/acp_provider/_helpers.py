@@ -95,3 +95,37 @@ def assert_conformant(client: WireRecorder, agent: WireRecorder, *, allow_extens
     """Validate both directions of a recorded connection with the ACP schema oracle."""
     assert client.messages, "nothing was recorded on the client side"
     validate_conversation(client.messages, agent.messages, allow_extensions=allow_extensions)
+
+
+# A minimal agent that starts a grandchild inheriting its stdout (the pipe outlives the agent), then exits with
+# code 3 on the request named by argv[1], after one `partial` chunk when that request is `session/prompt`.
+EXIT_BEHIND_A_GRANDCHILD = """\
+import json, os, subprocess, sys
+
+stage = sys.argv[1]
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], stdin=subprocess.DEVNULL)
+
+
+def send(message):
+    os.write(1, (json.dumps(dict(message, jsonrpc="2.0")) + "\\n").encode())
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, request_id = message.get("method"), message.get("id")
+    if method == stage:
+        if stage == "session/prompt":
+            chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "partial"}}
+            send({"method": "session/update", "params": {"sessionId": "s", "update": chunk}})
+        os._exit(3)
+    if method == "initialize":
+        send({"id": request_id, "result": {"protocolVersion": 1}})
+    elif method == "session/new":
+        send({"id": request_id, "result": {"sessionId": "s"}})
+"""
+
+
+def agent_exiting_on(tmp_path: Path, stage: str) -> list[str]:
+    script = tmp_path / "exit_behind_grandchild.py"
+    script.write_text(EXIT_BEHIND_A_GRANDCHILD, encoding="utf-8")
+    return [str(script), stage]

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from host import Host
 from host._exceptions import AcpRunFailure, ConfigError, UnsupportedCapabilityError
 from host._run import AgentOptions, SubagentRequest, check_capabilities
 from host.acp_provider import AcpProvider
@@ -16,6 +17,7 @@ from host.cancel import CancelController
 from host.config import AcpEntryConfig, parse_config
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_entry, make_request, task_group
 from tests.conftest import FAKE_ACP_AGENT, PYTHON
+from tests.tools._helpers import acp_config
 
 CONFIGURATION = "subagent-acp: Subagent failure (provider: ACP; stage: initialize; category: configuration)"
 PROCESS_START = "subagent-acp: Subagent failure (provider: ACP; stage: process; category: process-start)"
@@ -214,3 +216,11 @@ async def test_a_config_cwd_removed_after_load_is_a_process_start_failure(tmp_pa
                 await provider.start(make_request(parent_cwd=str(tmp_path)))
             await provider.aclose()
     assert str(caught.value) == PROCESS_START
+
+
+@pytest.mark.anyio
+async def test_the_host_lists_its_acp_provider_after_load_and_none_after_it_closes() -> None:
+    with anyio.fail_after(5):
+        async with Host.open(acp_config()) as host:
+            assert list(host.providers) == ["acp"]
+    assert list(host.providers) == []

@@ -25,6 +25,7 @@ from tests.acp_provider._helpers import (
     task_group,
     wait_for_file,
 )
+from tests.acp_provider._helpers import agent_exiting_on as _agent_exiting_on
 from tests.acp_provider._seams import (
     close_protocol_on_prompt,
     decorated_spawn,
@@ -305,3 +306,20 @@ async def test_provider_close_disposes_live_runs_and_refuses_new_ones(tmp_path: 
             with pytest.raises(Exception, match="closed"):
                 await provider.start(make_request(parent_cwd=str(tmp_path)))
     assert result.stop_reason == "aborted"
+
+
+@pytest.mark.anyio
+async def test_a_prompt_fails_with_the_exit_code_when_the_child_exits_while_a_grandchild_holds_stdout(
+    tmp_path: Path,
+) -> None:
+    spec = agent_spec(tmp_path, eof_grace_ms=200, grace_ms=200, args=_agent_exiting_on(tmp_path, "session/prompt"))
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with open_run(make_request(), spec) as run:
+            # The child exits at once on the prompt; observing it takes at most the 200 ms grace.
+            with anyio.fail_after(5):
+                result = await run.result()
+    assert result.to_json() == {
+        "output": [{"type": "text", "text": "partial"}],
+        "diagnostic": F + "stage: process; category: process-exit; exit code: 3)",
+        "stop_reason": "error",
+    }

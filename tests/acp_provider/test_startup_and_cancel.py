@@ -22,6 +22,7 @@ from tests.acp_provider._helpers import (
     task_group,
     wait_for_file,
 )
+from tests.acp_provider._helpers import agent_exiting_on as _agent_exiting_on
 from tests.acp_provider._seams import (
     close_protocol_immediately,
     decorated_spawn,
@@ -310,3 +311,16 @@ async def test_dispose_without_a_signal_cancel_still_sends_session_cancel_once(t
             result = await run.result()
     assert result.to_json() == {"output": [{"type": "text", "text": "mock child answer"}], "stop_reason": "aborted"}
     assert cancel_log.read_text() == "cancel\n"
+
+
+@pytest.mark.anyio
+async def test_initialize_fails_with_the_exit_code_when_the_child_exits_while_a_grandchild_holds_stdout(
+    tmp_path: Path,
+) -> None:
+    spec = agent_spec(tmp_path, eof_grace_ms=200, grace_ms=200, args=_agent_exiting_on(tmp_path, "initialize"))
+    # An interpreter cold start, then an exit that must be observed within the 200 ms grace.
+    with anyio.fail_after(10):
+        async with task_group() as group:
+            with pytest.raises(AcpRunFailure) as caught:
+                await start_acp_run(make_request(), spec, task_group=group)
+    assert str(caught.value) == E + "stage: initialize; category: process-exit; exit code: 3)"

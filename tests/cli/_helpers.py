@@ -21,7 +21,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from tests._provider_helpers import is_gone as is_gone
 from tests._provider_helpers import wait_for_ready_marker as wait_for_ready_marker
+from tests._provider_helpers import wait_until_gone
 from tests.conftest import FAKE_ACP_AGENT, PYTHON, REPO_ROOT
+from tests.sdk_provider._helpers import D, R, pid_alive, wait_for_file
 
 # The ``subagent-host`` console script installed next to this interpreter.
 CONSOLE_SCRIPT = str(Path(PYTHON).parent / "subagent-host")
@@ -122,3 +124,171 @@ async def signal_twice(process: Process, first: signal.Signals) -> tuple[bytes, 
     line = await read_line(process)
     process.send_signal(signal.SIGINT)
     return line, await process.wait()
+
+
+ADVERSARY = Path(__file__).resolve().parent / "children" / "adversary.py"
+
+
+SECRET_MARKERS = ("SECRET_TOKEN", "/private/path")
+
+
+def adversary_config(tmp_path: Path, mode: str, arg: str | None = None, **entry: Any) -> Path:
+    args = [str(ADVERSARY), mode] + ([arg] if arg is not None else [])
+    base: dict[str, Any] = {
+        "kind": "acp",
+        "command": PYTHON,
+        "args": args,
+        "dispose_eof_grace_ms": 200,
+        "dispose_grace_ms": 200,
+        "env": {"ADV_DIR": str(tmp_path)},
+    }
+    base.update(entry)
+    return write_config(tmp_path, {"acp": base})
+
+
+async def run_adversary(
+    tmp_path: Path, mode: str, arg: str | None = None, *, task: str = "x", **entry: Any
+) -> tuple[int, Any]:
+    config = adversary_config(tmp_path, mode, arg, **entry)
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await run_cli("--config", str(config), "--json", task, cwd=tmp_path)
+    for marker in SECRET_MARKERS:
+        assert marker.encode() not in done.stdout
+    assert b"Traceback" not in done.stderr, done.stderr[-4000:].decode(errors="replace")
+    return done.returncode, json_of(done.stdout)
+
+
+def run_object(stop_reason: str, text: str | None, diagnostic: str | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "run_id": "<run_id>",
+        "provider": "acp",
+        "stop_reason": stop_reason,
+        "output": [] if text is None else [{"type": "text", "text": text}],
+    }
+    if diagnostic is not None:
+        obj["diagnostic"] = diagnostic
+    return obj
+
+
+def adversary_pids(tmp_path: Path) -> list[int]:
+    return [int(line) for line in (tmp_path / "pids").read_text().split()]
+
+
+async def wait_all_gone(pids: list[int]) -> None:
+    for pid in pids:
+        await wait_until_gone(pid)
+
+
+ACP_STARTUP_ABORT = {"provider": "acp", "error": "subagent request was aborted before the ACP child started"}
+
+
+async def signal_when_ready(
+    tmp_path: Path, mode: str, signals: list[signal.Signals], *, task: str = "x", **entry: Any
+) -> tuple[int, dict[str, Any], list[int]]:
+    """Start the CLI, wait for the child's ready file, send ``signals`` (the rest after the result line)."""
+    config = adversary_config(tmp_path, mode, **entry)
+    argv = [PYTHON, "-m", "host", "run", "--config", str(config), "--json", task]
+    # stderr (the CLI's and the child's) goes to a file: an undrained pipe could block either process.
+    with (tmp_path / "stderr").open("wb") as stderr, anyio.fail_after(CLI_TIMEOUT_S):
+        async with await anyio.open_process(
+            argv, cwd=tmp_path, env=cli_env(), stdin=subprocess.DEVNULL, stderr=stderr
+        ) as process:
+            await wait_for_ready_marker(tmp_path / "ready")
+            pids = [proc.pid for proc in descendants(process.pid)]
+            process.send_signal(signals[0])
+            assert process.stdout is not None
+            # A flooding child's partial output can be large: read the one result line with a generous bound.
+            line = await BufferedByteReceiveStream(process.stdout).receive_until(b"\n", 1 << 30)
+            for later in signals[1:]:
+                process.send_signal(later)
+            status = await process.wait()
+    assert pids
+    stderr_text = (tmp_path / "stderr").read_text(errors="replace")
+    assert "Traceback" not in stderr_text, stderr_text[-4000:]
+    # Answers to what a dead child left queued must not each log an asyncio "pipe closed by peer" warning.
+    assert "asyncio" not in stderr_text, stderr_text[-4000:]
+    return status, json_of(line), pids
+
+
+SDK_ADVERSARY = Path(__file__).resolve().parents[1] / "sdk_provider" / "children" / "adversarial_runtime.py"
+
+
+SDK_START_ABORTED = "subagent request was aborted before the SDK child started"
+
+
+SDK_RUN: dict[str, Any] = {"run_id": "<run_id>", "provider": "dsh-sdk"}
+
+
+SDK_OK = [{"type": "text", "text": "ok"}]
+
+
+def sdk_completed(output: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {**SDK_RUN, "stop_reason": "completed", "output": SDK_OK if output is None else output}
+
+
+def sdk_failed(category: str, output: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {**SDK_RUN, "stop_reason": "error", "output": output or [], "diagnostic": D("session-run", category)}
+
+
+def sdk_rejected(category: str) -> dict[str, Any]:
+    return {"provider": "dsh-sdk", "error": R("initialize", category)}
+
+
+def adversarial_entry(tmp_path: Path, tricks: str, **settings: Any) -> dict[str, Any]:
+    """A ``dsh-sdk`` entry on the adversarial runtime with fast teardown; ``env`` extras go in ``settings["env"]``."""
+    env = {"ADV": tricks, "ADV_PIDS": str(tmp_path / "pids"), **settings.pop("env", {})}
+    return {
+        "kind": "dsh-sdk",
+        "command": PYTHON,
+        "args": [str(SDK_ADVERSARY)],
+        "shutdown_timeout_ms": 100,
+        "dispose_eof_grace_ms": 200,
+        "dispose_grace_ms": 200,
+        "initialize_timeout_ms": 2000,
+        **settings,
+        "env": env,
+    }
+
+
+def sdk_recorded_pids(tmp_path: Path) -> list[int]:
+    path = tmp_path / "pids"
+    return [int(line) for line in path.read_text(encoding="utf-8").split()] if path.exists() else []
+
+
+def assert_descendants_gone(tmp_path: Path) -> None:
+    survivors = [pid for pid in sdk_recorded_pids(tmp_path) if pid_alive(pid)]
+    assert not survivors, f"descendants survived the run: {survivors}"
+
+
+def assert_no_planted_secret(stdout: bytes) -> None:
+    assert b"SECRET_TOKEN" not in stdout and b"/private/path" not in stdout
+
+
+async def run_adversarial(
+    tmp_path: Path, entry: dict[str, Any], task: str = "do it"
+) -> subprocess.CompletedProcess[bytes]:
+    config = write_config(tmp_path, {"dsh-sdk": entry})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        return await run_cli("--config", str(config), "--json", task, cwd=tmp_path)
+
+
+async def signal_at(
+    tmp_path: Path, tricks: str, stage: str, signals: list[signal.Signals], **settings: Any
+) -> tuple[dict[str, Any], int]:
+    """Start the CLI, wait until the runtime reached ``stage``, send ``signals`` in turn; the object and status."""
+    ready = tmp_path / "ready"
+    env = {"ADV_READY": str(ready), "ADV_READY_AT": stage, "ADV_GRANDCHILDREN": "4"}
+    config = write_config(tmp_path, {"dsh-sdk": adversarial_entry(tmp_path, tricks, env=env, **settings)})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        async with await start_cli("--config", str(config), "--json", "task", cwd=tmp_path) as process:
+            await wait_for_file(ready)
+            process.send_signal(signals[0])
+            # Every later signal lands while the teardown ladder runs (the result line is printed first).
+            line = await read_line(process) if len(signals) > 1 else b""
+            for extra in signals[1:]:
+                process.send_signal(extra)
+            assert process.stdout is not None
+            # Read to EOF before waiting: a large partial output must not block the CLI on a full pipe.
+            rest = b"".join([chunk async for chunk in process.stdout])
+            returncode = await process.wait()
+    return json_of(line + rest), returncode

@@ -205,3 +205,35 @@ async def test_second_sigint_during_teardown_of_a_sigterm_trapping_child_still_k
     assert returncode == 143
     assert json_of(line)["stop_reason"] == "aborted"
     assert_all_gone(children)
+
+
+async def test_cwd_option_is_the_child_workspace_and_defaults_to_the_current_directory(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    config = write_config(tmp_path, {"acp": acp_entry(MOCK_ECHO_CWD="1")})
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        explicit = await run_cli("--config", str(config), "--cwd", str(workspace), "--json", "x", cwd=tmp_path)
+        default = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
+        real_workspace, real_tmp = await anyio.Path(workspace).resolve(), await anyio.Path(tmp_path).resolve()
+    assert json_of(explicit.stdout)["output"] == [{"type": "text", "text": f"{real_workspace}\n{workspace}"}]
+    assert json_of(default.stdout)["output"] == [{"type": "text", "text": f"{real_tmp}\n{tmp_path}"}]
+
+
+async def test_text_mode_streams_the_output_before_the_run_ends(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    config = write_config(tmp_path, {"acp": acp_entry(MOCK_HANG="1", MOCK_TEXT="partial", MOCK_READY_FILE=str(ready))})
+    streamed = b""
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        async with await start_cli("--config", str(config), "x", cwd=tmp_path) as process:
+            assert process.stdout is not None and process.stderr is not None
+            # The child hangs after its chunk: the text can only be here because it streamed.
+            while b"partial" not in streamed:
+                streamed += await process.stdout.receive()
+            process.send_signal(signal.SIGINT)
+            async for data in process.stdout:
+                streamed += data
+            stderr = b"".join([data async for data in process.stderr])
+            returncode = await process.wait()
+    assert returncode == 130
+    assert streamed == b"partial\n"
+    assert "subagent run was cancelled" in stderr.decode()

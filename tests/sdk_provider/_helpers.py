@@ -136,3 +136,9 @@ def pid_alive(pid: int) -> bool:
 def assert_result_snapshot(name: str, result: SubagentResult) -> None:
     """Compare ``result.to_json()`` with ``snapshots/sdk/<name>.json`` through the shared snapshot helper."""
     assert_snapshot("sdk", name, result.to_json())
+
+
+def script_args(tmp_path: Path, name: str, source: str) -> list[str]:
+    path = tmp_path / name
+    path.write_text(source, encoding="utf-8")
+    return [str(path)]

@@ -15,6 +15,7 @@ from host._exceptions import SdkProtocolError
 from host._json import ContentBlock
 from host.sdk_provider import ClientFactory, SdkClient, SdkClientLike, SdkRunSpec
 from host.sdk_provider.client import NotificationObserver, ServerInfo, SessionRunOutcome
+from tests.conftest import REPO_ROOT
 
 CLEANUP_FAILURE = "cleanup failed /private/path SECRET_TOKEN"
 RUN_FAILURE = "unknown SDK failure at /private/path SECRET_TOKEN"
@@ -85,3 +86,51 @@ def recording_factory(cls: type[ForwardingClient], made: list[ForwardingClient])
 
 
 ClientMaker = Callable[[SdkRunSpec], SdkClientLike]
+
+
+# The fake runtime with patches selected by AUDIT_* variables (each one documented where it is applied).
+PATCHED_FAKE_SOURCE = f"""
+import json, os, sys
+sys.path.insert(0, {str(REPO_ROOT)!r})
+import fake_runtimes.dsh_runtime as rt
+
+SECRET = "LlmFailure at /private/path SECRET_TOKEN"
+Runtime = rt._FakeRuntime
+
+if os.environ.get("AUDIT_PROMPT_RECORD"):  # record every session/prompt params object, one JSON line each
+    original_prompt = Runtime._prompt
+    def record_prompt(self, request_id, params):
+        with open(os.environ["AUDIT_PROMPT_RECORD"], "a", encoding="utf-8") as file:
+            file.write(json.dumps(params) + "\\n")
+        original_prompt(self, request_id, params)
+    setattr(Runtime, "_prompt", record_prompt)
+
+if os.environ.get("AUDIT_INTERRUPTED_MESSAGE"):  # every assistant/message carries data.interrupted = true
+    original_event = Runtime._event
+    def interrupted_event(self, sid, event_type, data=rt._OMIT):
+        if event_type == "assistant/message" and isinstance(data, dict):
+            data = dict(data, interrupted=True)
+        original_event(self, sid, event_type, data)
+    setattr(Runtime, "_event", interrupted_event)
+
+if os.environ.get("AUDIT_SECRET_FAILURES"):  # the child's error reason and every JSON-RPC error carry secrets
+    original_reason = rt._reason
+    def secret_reason(kind, malformed):
+        if kind == "error" and malformed is None:
+            return {{"kind": "error", "error": {{"message": SECRET, "code": "SECRET_TOKEN", "status": 500}}}}
+        return original_reason(kind, malformed)
+    rt._reason = secret_reason
+    original_error = Runtime._error
+    def secret_error(self, request_id, error):
+        original_error(self, request_id, dict(error, message=SECRET, data={{"where": SECRET}}))
+    setattr(Runtime, "_error", secret_error)
+
+if os.environ.get("AUDIT_IGNORE_SHUTDOWN"):  # never answer shutdown (stdin EOF still ends the runtime)
+    original_dispatch = Runtime._dispatch
+    def dispatch(self, request_id, method, params):
+        if method != "shutdown":
+            original_dispatch(self, request_id, method, params)
+    setattr(Runtime, "_dispatch", dispatch)
+
+rt.main()
+"""

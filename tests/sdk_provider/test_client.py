@@ -13,7 +13,12 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from host._exceptions import JsonRpcResponseError, RequestTimeoutError, SdkProtocolError, TransportClosedError
+from host._exceptions import (
+    JsonRpcResponseError,
+    RequestTimeoutError,
+    SdkProtocolError,
+    TransportClosedError,
+)
 from host.config import SdkEntryConfig, parse_config
 from host.sdk_provider import SdkClient, SdkRunSpec, spec_of_entry
 from host.sdk_provider.client import SessionNotification
@@ -23,9 +28,12 @@ from tests.sdk_provider._helpers import (
     json_lines,
     pid_alive,
     runtime_spec,
+    task_group,
     text_blocks,
     wait_for_file,
 )
+from tests.sdk_provider._helpers import script_args as _script
+from tests.sdk_provider._seams import PATCHED_FAKE_SOURCE as _PATCHED_FAKE
 
 CHILDREN = Path(__file__).resolve().parent / "children"
 
@@ -323,3 +331,36 @@ async def test_request_ids_are_req_uuid_hex_strings(tmp_path: Path) -> None:
             request_id = client._peer._next_id()
     assert isinstance(request_id, str) and request_id.startswith("req_") and len(request_id) == 36
     int(request_id[4:], 16)
+
+
+@pytest.mark.anyio
+async def test_a_failed_shutdown_request_is_noted_in_the_host_only_stderr_tail(tmp_path: Path) -> None:
+    spec = runtime_spec(tmp_path, args=_script(tmp_path, "patched.py", _PATCHED_FAKE), AUDIT_IGNORE_SHUTDOWN="1")
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            client = SdkClient(spec)
+            try:
+                await client.start(group)
+            finally:
+                await client.aclose()  # never raises for a failed shutdown: stdin EOF still ends the runtime
+    assert client.stderr_tail == (
+        "shutdown request failed: shutdown timed out after 100ms waiting for the DSH SDK runtime",
+    )
+    pid = client.pid
+    assert pid is not None and not pid_alive(pid)
+
+
+@pytest.mark.anyio
+async def test_a_subscription_made_after_close_is_born_failed(tmp_path: Path) -> None:
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            client = SdkClient(runtime_spec(tmp_path))
+            try:
+                await client.start(group)
+            finally:
+                await client.aclose()
+            subscription = client.subscribe("session-late")
+            with pytest.raises(TransportClosedError) as caught:
+                await subscription.receive()
+            subscription.close()
+    assert str(caught.value).startswith("DSH SDK runtime closed")

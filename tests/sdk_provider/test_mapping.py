@@ -15,7 +15,7 @@ from host._exceptions import (
 )
 from host._run import AgentOptions
 from host.sdk_provider import OutputFold, SdkRunSpec, classify_error, map_turn_end, resolve_route, result_of_events
-from host.sdk_provider.client import is_receipt, message_id_of, server_info_of, validate_event
+from host.sdk_provider.client import MAX_CONTENT_DEPTH, is_receipt, message_id_of, server_info_of, validate_event
 from tests.sdk_provider._helpers import D
 
 
@@ -210,3 +210,30 @@ def test_agent_options_override_the_route_per_run() -> None:
     routed = resolve_route(spec, AgentOptions(provider="a", model="b", reasoning_effort="max", max_tokens=7))
     assert (routed.provider, routed.model, routed.reasoning_effort, routed.max_tokens) == ("a", "b", "max", 7)
     assert (spec.provider, spec.reasoning_effort) == ("p", None)
+
+
+def message_event(block: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "assistant/message", "seq": 0, "time": 0, "data": {"message": {"content": [block]}}}
+
+
+def nested_block(levels: int) -> dict[str, Any]:
+    """A content block whose nesting (the block itself included) is exactly ``levels`` deep."""
+    value: object = "bottom"
+    for _ in range(levels - 1):
+        value = [value]
+    return {"type": "deep", "value": value}
+
+
+def test_content_nested_up_to_the_bound_passes_and_one_level_more_is_malformed() -> None:
+    within = message_event(nested_block(MAX_CONTENT_DEPTH))
+    assert validate_event(within) is within
+    with pytest.raises(SdkProtocolError) as caught:
+        validate_event(message_event(nested_block(MAX_CONTENT_DEPTH + 1)))
+    assert str(caught.value).startswith("assistant/message event carried malformed content: {")
+
+
+def test_a_value_too_deep_to_encode_never_breaks_the_host_only_message() -> None:
+    too_deep = message_event(nested_block(100_000))
+    with pytest.raises(SdkProtocolError) as caught:
+        validate_event(too_deep)
+    assert str(caught.value) == "assistant/message event carried malformed content: <unencodable value>"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -27,6 +29,8 @@ from tests.sdk_provider._helpers import (
     task_group,
     text_blocks,
 )
+from tests.sdk_provider._helpers import script_args as _script
+from tests.sdk_provider._seams import PATCHED_FAKE_SOURCE as _PATCHED_FAKE
 from tests.sdk_provider._seams import RUN_FAILURE, ForwardingClient, RaisingRunClient, recording_factory
 
 
@@ -361,3 +365,37 @@ async def test_the_prompt_is_sent_verbatim_with_every_block_type(tmp_path: Path)
         async with open_run(request, runtime_spec(tmp_path)) as run:
             result = await run.result()
     assert result.output == text_blocks("echo me")
+
+
+@pytest.mark.anyio
+async def test_the_prompt_goes_to_a_private_session_with_every_block_verbatim(tmp_path: Path) -> None:
+    record = tmp_path / "prompts.jsonl"
+    request = make_request(text="look at this")
+    image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    resource = {"type": "resource_link", "uri": "file:///tmp/x", "name": "x", "annotations": {"priority": 1}}
+    request.prompt.extend([image, resource])
+    spec = runtime_spec(tmp_path, args=_script(tmp_path, "patched.py", _PATCHED_FAKE), AUDIT_PROMPT_RECORD=str(record))
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with open_run(request, spec) as run:
+            result = await run.result()
+            run_id = run.id
+    (recorded,) = json_lines(record)
+    assert isinstance(recorded, dict)
+    params = cast("dict[str, Any]", recorded)
+    assert set(params) == {"sessionId", "contentBlocks"}
+    assert re.fullmatch(r"session-[0-9a-f]{32}", params["sessionId"])
+    assert params["sessionId"] != f"session-{run_id}" and run_id not in params["sessionId"]
+    assert params["contentBlocks"] == [{"type": "text", "text": "look at this"}, image, resource]
+    assert result.stop_reason == "completed"
+
+
+@pytest.mark.anyio
+async def test_an_interrupted_assistant_message_still_counts_as_output(tmp_path: Path) -> None:
+    spec = runtime_spec(
+        tmp_path,
+        args=_script(tmp_path, "patched.py", _PATCHED_FAKE),
+        AUDIT_INTERRUPTED_MESSAGE="1",
+        FAKE_TEXT="kept despite interruption",
+    )
+    result = await run_to_result(spec)
+    assert result.to_json() == {"output": text_blocks("kept despite interruption"), "stop_reason": "completed"}

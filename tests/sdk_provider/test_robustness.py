@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host._exceptions import AggregateError, SdkRunFailure
+from host._exceptions import AggregateError, SdkRunFailure, TransportClosedError
 from host.sdk_provider import DshSdkProvider, start_sdk_run
 from host.sdk_provider.client import STDERR_TAIL_LINES
 from tests.sdk_provider._helpers import (
@@ -18,12 +18,16 @@ from tests.sdk_provider._helpers import (
     RecordingSink,
     assert_no_secrets,
     make_request,
+    open_run,
+    pid_alive,
     run_to_result,
     runtime_entry,
     runtime_spec,
     task_group,
     text_blocks,
+    wait_for_file,
 )
+from tests.sdk_provider._helpers import script_args as _script
 from tests.sdk_provider._seams import ForwardingClient, ReapThenRaiseClient, recording_factory
 
 PATCHED = str(Path(__file__).resolve().parent / "children" / "patched_runtime.py")
@@ -129,3 +133,99 @@ async def test_secrets_in_stderr_errors_and_child_messages_never_reach_results_o
     assert_no_secrets(*texts)
     # The host log is where raw text belongs.
     assert any("SECRET_TOKEN" in r.getMessage() for r in caplog.records)
+
+
+# A runtime that acknowledges the prompt and then exits; a descendant that inherited its stdout finishes the turn
+# once the runtime has been reaped by the host (``AUDIT_LATE_FRAMES=1``), or holds stdout open for a minute after
+# one streamed chunk (``AUDIT_HOLD_STDOUT=1``). The descendant's pid goes to ``AUDIT_PID_FILE``.
+_EXITING_RUNTIME = r"""
+import json, os, subprocess, sys
+
+def line(message):
+    return json.dumps(dict(message, jsonrpc="2.0")) + "\n"
+
+def event(sid, seq, event_type, data):
+    return line({"method": "session.event", "params": {"sessionId": sid, "event": {
+        "type": event_type, "seq": seq, "time": 0, "data": data}}})
+
+LATE = r'''
+import os, sys, time
+parent = int(sys.argv[1])
+while os.path.exists(f"/proc/{parent}"):  # until the host has reaped the runtime: the exit edge is behind us
+    time.sleep(0.001)
+time.sleep(0.025)  # past the host's exit poll, well inside the 100 ms drain window
+sys.stdout.write(sys.argv[2])
+sys.stdout.flush()
+'''
+
+for raw in sys.stdin:
+    message = json.loads(raw)
+    method, request_id = message.get("method"), message.get("id")
+    if method == "initialize":
+        sys.stdout.write(line({"id": request_id, "result": {"serverInfo": {"name": "exiting", "version": "1"}}}))
+        sys.stdout.flush()
+    elif method == "session/prompt":
+        sid = message["params"]["sessionId"]
+        first = line({"id": request_id, "result": {"messageId": "m-1"}})
+        first += event(sid, 0, "agent/inbox/spliced", {"inserted": [{"id": "m-1"}]})
+        chunk = {"turn": 0, "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": "late answer"}}
+        if os.environ.get("AUDIT_HOLD_STDOUT"):
+            first += event(sid, 1, "assistant/chunk", chunk)
+            argv = [sys.executable, "-c", "import time; time.sleep(60)"]
+        else:
+            rest = event(sid, 1, "turn/start", {"turn": 0}) + event(sid, 2, "assistant/chunk", chunk)
+            message_data = {"turn": 0, "step": 0, "message": {"content": [{"type": "text", "text": "late answer"}]}}
+            rest += event(sid, 3, "assistant/message", message_data)
+            rest += event(sid, 4, "turn/end", {"turn": 0, "reason": {"kind": "completed"}})
+            rest += line({"method": "session.status", "params": {"sessionId": sid, "status": "idle"}})
+            argv = [sys.executable, "-c", LATE, str(os.getpid()), rest]
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.environ["AUDIT_PID_FILE"] + ".tmp", "w") as file:
+            file.write(str(child.pid))
+        os.replace(os.environ["AUDIT_PID_FILE"] + ".tmp", os.environ["AUDIT_PID_FILE"])
+        sys.stdout.write(first)
+        sys.stdout.flush()
+        os._exit(5)
+"""
+
+
+@pytest.mark.anyio
+async def test_frames_a_descendant_writes_after_the_runtime_exited_are_still_delivered(tmp_path: Path) -> None:
+    # §4.1: input ends at stdout EOF or 100 ms after the observed exit, whichever is first; frames in between count.
+    pid_file = tmp_path / "late.pid"
+    spec = runtime_spec(
+        tmp_path,
+        args=_script(tmp_path, "exiting.py", _EXITING_RUNTIME),
+        AUDIT_LATE_FRAMES="1",
+        AUDIT_PID_FILE=str(pid_file),
+    )
+    result = await run_to_result(spec)
+    assert result.to_json() == {"output": text_blocks("late answer"), "stop_reason": "completed"}
+
+
+@pytest.mark.anyio
+async def test_a_runtime_exiting_while_a_descendant_holds_stdout_fails_as_transport_without_waiting_for_eof(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "holder.pid"
+    spec = runtime_spec(
+        tmp_path,
+        args=_script(tmp_path, "exiting.py", _EXITING_RUNTIME),
+        AUDIT_HOLD_STDOUT="1",
+        AUDIT_PID_FILE=str(pid_file),
+    )
+    sink = RecordingSink()
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with open_run(make_request(), spec, on_error=sink) as run:
+            holder = int(await wait_for_file(pid_file))
+            # The holder keeps stdout open for 60 s: only the 100 ms post-exit bound can end the input in time.
+            with anyio.fail_after(5):
+                result = await run.result()
+    assert result.to_json() == {
+        "output": text_blocks("late answer"),
+        "stop_reason": "error",
+        "diagnostic": D("session-run", "transport"),
+    }
+    assert [type(e) for e in sink.errors] == [TransportClosedError]
+    assert "exit code: 5" in str(sink.errors[0])
+    assert not pid_alive(holder)

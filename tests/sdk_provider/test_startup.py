@@ -303,3 +303,36 @@ async def test_an_unanswered_initialize_times_out_and_the_child_is_reaped(tmp_pa
     assert [type(e) for e in sink.errors] == [RequestTimeoutError]
     pid = made[0].inner.pid
     assert pid is not None and not pid_alive(pid)
+
+
+@pytest.mark.anyio
+async def test_a_cancel_during_the_handshake_makes_no_sink_call_and_reaps_the_child(tmp_path: Path) -> None:
+    # §5.8: "cancelled during the handshake, cleanup OK" has 0 sink calls and the child is reaped by aclose().
+    made: list[ForwardingClient] = []
+    sink = RecordingSink()
+    controller = CancelController()
+    raised: list[BaseException] = []
+    record = tmp_path / "init.jsonl"
+
+    async def start(group: anyio.abc.TaskGroup) -> None:
+        try:
+            await start_sdk_run(
+                make_request(controller.signal),
+                runtime_spec(tmp_path, FAKE_HANG_INIT="1", FAKE_RECORD_INIT=str(record)),
+                task_group=group,
+                on_error=sink,
+                client_factory=recording_factory(ForwardingClient, made),
+            )
+        except (StartAbortedError, AggregateError) as exc:
+            raised.append(exc)
+
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            async with anyio.create_task_group() as starter:
+                starter.start_soon(start, group)
+                await wait_for_file(record)  # the runtime has received initialize and will never answer
+                controller.cancel("stop")
+    assert [type(e) for e in raised] == [StartAbortedError]
+    assert sink.calls == []
+    pid = made[0].inner.pid
+    assert pid is not None and not pid_alive(pid) and made[0].aclose_calls == 1

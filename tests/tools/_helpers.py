@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import psutil
+
 from host import HostConfig, ToolResult
 from host.config import parse_config
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
@@ -57,3 +59,18 @@ def text_of(result: ToolResult) -> str:
     block = result.content[0]
     assert block["type"] == "text"
     return block["text"]
+
+
+def live_fakes() -> list[psutil.Process]:
+    """The fake runtimes still alive (not zombies) among this process's descendants."""
+    alive: list[psutil.Process] = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            cmdline = " ".join(proc.cmdline())
+            if proc.status() != psutil.STATUS_ZOMBIE and (
+                str(FAKE_ACP_AGENT) in cmdline or str(FAKE_DSH_RUNTIME) in cmdline
+            ):
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return alive

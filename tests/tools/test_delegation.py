@@ -177,3 +177,16 @@ async def test_empty_task_is_an_argument_error(tmp_path: Path) -> None:
         result = await delegate(acp_config(MOCK_TEXT="x"), tmp_path, task="")
     data = result.to_json()
     assert data["error"]["info"]["code"] == "INVALID_ARGS"
+
+
+@pytest.mark.anyio
+async def test_a_timed_out_child_is_disposed_before_the_tool_call_settles(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    config = acp_config(timeout_ms=200, MOCK_HANG="1", MOCK_GRANDCHILD_PID_FILE=str(pid_file))
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with Host.open(config, parent_cwd=str(tmp_path)) as host:
+            result = await host.execute("delegate_acp", {"task": "x"}, signal=CancelController().signal)
+            # Still inside the host: only the tool's own dispose can have reaped the tree by now.
+            disposed = is_gone(int(pid_file.read_text()))
+    assert text_of(result) == "Error: tool call timed out after 200ms"
+    assert disposed
