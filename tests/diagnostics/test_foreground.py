@@ -18,7 +18,7 @@ from host.diagnostics import (
     settle_foreground_run,
     text_of,
 )
-from tests.diagnostics.fakes import HangingRun, ScriptedRun
+from tests.diagnostics._helpers import HangingRun, ScriptedRun
 
 PARTIAL = "\nPartial output before the run ended:\npartial reply"
 

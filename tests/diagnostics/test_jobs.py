@@ -16,7 +16,7 @@ from host.diagnostics import (
     settle_job_start,
     status_line,
 )
-from tests.diagnostics.fakes import ScriptedRun
+from tests.diagnostics._helpers import ScriptedRun
 
 
 def partial(stop_reason: str, diagnostic: str | None = None) -> SubagentResult:

@@ -12,7 +12,7 @@ from host._exceptions import UnsupportedCapabilityError
 from host._run import AgentOptions, Capabilities, Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.cancel import CancelController
 from host.stream import ProviderKind
-from tests.diagnostics.fakes import ScriptedRun
+from tests.diagnostics._helpers import ScriptedRun
 
 
 @dataclass

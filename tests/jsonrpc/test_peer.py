@@ -14,7 +14,7 @@ import pytest
 
 from host._exceptions import ConnectionClosedError, LineTooLongError, PeerWriteError, ResponseError
 from host.jsonrpc import MAX_LINE_BYTES, JsonRpcPeer
-from tests.jsonrpc._wire import MemoryByteReceiveStream, MemoryByteSendStream, open_wire, request_into
+from tests.jsonrpc._helpers import MemoryByteReceiveStream, MemoryByteSendStream, open_wire, request_into
 
 
 def _line(message: dict[str, Any]) -> bytes:

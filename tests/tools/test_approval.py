@@ -21,7 +21,7 @@ from host.tools import (
     ToolRegistry,
     ToolResult,
 )
-from tests.tools._support import (
+from tests.tools._registry_helpers import (
     ABORTED_BEFORE_DISPATCH,
     HI,
     Phases,

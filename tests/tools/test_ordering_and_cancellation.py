@@ -27,7 +27,7 @@ from host.tools import (
     ToolRunContext,
     ToolSuccess,
 )
-from tests.tools._support import (
+from tests.tools._registry_helpers import (
     ABORTED,
     ABORTED_BEFORE_DISPATCH,
     HI,

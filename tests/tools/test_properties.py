@@ -35,7 +35,7 @@ from host.tools import (
     ToolSuccess,
 )
 from host.tools.timeout_policy import install_timeout_policy
-from tests.tools._support import call, make_tool
+from tests.tools._registry_helpers import call, make_tool
 
 Stage = Literal["never", "entry", "pre", "wrapper-before", "body", "wrapper-after", "post"]
 

@@ -24,7 +24,7 @@ from host.tools import (
     define_tool,
     tool_failure_from_exception,
 )
-from tests.tools._support import HI, STRING_OUTPUT, Phases, call, error_json, instrument, make_tool, text
+from tests.tools._registry_helpers import HI, STRING_OUTPUT, Phases, call, error_json, instrument, make_tool, text
 
 TIMEOUT_RANGE = "timeout_ms must be a positive finite number no greater than 2147483647"
 

@@ -22,7 +22,16 @@ from host.tools import (
     ToolRunContext,
 )
 from host.tools.timeout_policy import install_timeout_policy
-from tests.tools._support import ABORTED, HI, Phases, call, error_json, instrumented_registry, make_tool, run_cancelling
+from tests.tools._registry_helpers import (
+    ABORTED,
+    HI,
+    Phases,
+    call,
+    error_json,
+    instrumented_registry,
+    make_tool,
+    run_cancelling,
+)
 
 Body = Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]]
 

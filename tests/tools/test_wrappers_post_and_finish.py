@@ -29,7 +29,7 @@ from host.tools import (
     ToolRunContext,
     ToolSuccess,
 )
-from tests.tools._support import (
+from tests.tools._registry_helpers import (
     ABORTED_BEFORE_DISPATCH,
     HI,
     call,
