@@ -120,8 +120,10 @@ class ProcessTree:
                 self._members.setdefault(child.pid, child)
             return
         for pid in pids:
-            if pid in self._members:
+            known = self._members.get(pid)
+            if known is not None and known.is_running():
                 continue
+            # New, or a member that died and whose pid a new descendant now holds: track the live process.
             try:
                 # psutil records the start time here, which is what guards a later signal against pid reuse.
                 self._members[pid] = psutil.Process(pid)
