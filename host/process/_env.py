@@ -6,6 +6,7 @@ Ambient names containing KEY, PASSWORD, SECRET or TOKEN (case-insensitive substr
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from typing import Final
@@ -18,6 +19,8 @@ _CREDENTIAL_WORDS: Final = ("KEY", "PASSWORD", "SECRET", "TOKEN")
 _HOST_PREFIX: Final = "DSH_"
 
 
+# Cached by name: every spawn filters the same ambient names again, and the test is pure.
+@functools.lru_cache(maxsize=4096)
 def _is_scrubbed(name: str) -> bool:
     upper = name.upper()
     return upper.startswith(_HOST_PREFIX) or any(word in upper for word in _CREDENTIAL_WORDS)

@@ -1,8 +1,12 @@
 """Spawn a managed child in its own session and own its whole process tree until it is proven gone.
 
-Exit is detected by polling ``returncode`` (an inherited pipe held by a grandchild makes an exited child look
-hung if one waits for EOF). Liveness, SIGTERM and SIGKILL cover the child's process group plus a psutil snapshot
-of its descendants. Every wait is bounded by the caller or by ``grace_ms``; nothing here blocks the event loop.
+The direct child's exit is awaited through the backend's own exit event, never through pipe EOF (an inherited
+pipe held by a grandchild makes an exited child look hung if one waits for EOF). anyio's ``Process.wait()`` gives
+exactly that on every backend: on trio a Linux pidfd (``pidfd_open`` plus a readability wait), on asyncio the
+event loop's child watcher (which also reaps the child; reaping it here too would race that watcher). So a live
+run costs no wake-ups. The rest of the tree has no exit event: once the leader is gone its liveness is polled.
+Liveness, SIGTERM and SIGKILL cover the child's process group plus a psutil snapshot of its descendants. Every
+wait is bounded by the caller or by ``grace_ms``; nothing here blocks the event loop.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ _STDERR_SETTLE_S: Final = 0.1
 async def poll_until(condition: Callable[[], bool]) -> None:
     """Return once ``condition()`` holds, polling fast first and backing off to the 15 ms cadence (unbounded)."""
     # Polling is deliberate: no event fires when a reaped leader's descendants die, and waiting for pipe EOF
-    # would hang on a grandchild that inherited stdout.
+    # would hang on a grandchild that inherited stdout. The leader's own exit is awaited, not polled.
     interval = _POLL_FIRST_INTERVAL_S
     while not condition():
         await anyio.sleep(interval)
@@ -129,10 +133,10 @@ class ManagedProcess(ProcessHandle):
             self._tree.snapshot()
 
     async def wait_outcome(self) -> ProcessOutcome:
-        """Wait for the direct child's exit (by polling ``returncode``) and return its facts."""
-        await poll_until(lambda: self.outcome is not None)
+        """Wait for the direct child's exit (event-driven, independent of its pipes) and return its facts."""
         outcome = self.outcome
-        assert outcome is not None
+        if outcome is None:
+            outcome = self._outcome = ProcessOutcome.from_returncode(await self._process.wait())
         return outcome
 
     async def wait_exit(self, bound_ms: float) -> bool:
@@ -142,6 +146,8 @@ class ManagedProcess(ProcessHandle):
             ``True`` once the tree is gone, ``False`` when the bound expired first.
         """
         with anyio.move_on_after(max(bound_ms, 0.0) / 1000):
+            if self.outcome is None:
+                await self._process.wait()
             await poll_until(self.quiescent)
         return self.quiescent()
 

@@ -1,7 +1,11 @@
 """The managed process tree: the leader's process group plus a psutil snapshot of its descendants.
 
 The snapshot covers descendants that ``setsid()``-ed out of the group; psutil guards against pid reuse when a
-member is signalled later. Every call here is synchronous and non-blocking (no psutil waits).
+member is signalled later. On Linux the descendants are found by walking ``/proc/<pid>/task/*/children`` down
+from the leader, which costs a few reads per descendant; elsewhere psutil's scan of the whole process table does
+it. Both see the same processes: a descendant stays its parent's child (in or out of the group) until that
+parent dies, and then it is re-parented away from the tree, where neither finds it. Every call here is
+synchronous and non-blocking (no psutil waits).
 """
 
 from __future__ import annotations
@@ -11,12 +15,47 @@ import logging
 import os
 import signal
 from collections.abc import Iterable
+from typing import Final
 
 import psutil
 
-__all__ = ["ProcessTree", "member_alive", "signal_members"]
+__all__ = ["ProcessTree", "descendant_pids", "member_alive", "signal_members"]
 
 logger = logging.getLogger(__name__)
+
+# Whether this kernel lists each thread's children under /proc (Linux with CONFIG_PROC_CHILDREN).
+_PROC_CHILDREN: Final = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def descendant_pids(pid: int) -> list[int] | None:
+    """The pids of ``pid``'s descendants, parents before children, from ``/proc``; ``None`` off Linux.
+
+    A process that exits during the walk simply contributes no children; the list may name a pid that is gone by
+    the time the caller looks at it.
+    """
+    if not _PROC_CHILDREN:
+        return None
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        parent = pending.pop()
+        task_dir = f"/proc/{parent}/task"
+        try:
+            threads = os.listdir(task_dir)
+        except OSError:
+            continue
+        # A child is listed under the thread that forked it, so every thread's list is read.
+        for thread in threads:
+            try:
+                with open(f"{task_dir}/{thread}/children", "rb") as listing:
+                    children = listing.read().split()
+            except OSError:
+                continue
+            for child in children:
+                child_pid = int(child)
+                found.append(child_pid)
+                pending.append(child_pid)
+    return found
 
 
 def member_alive(member: psutil.Process) -> bool:
@@ -71,12 +110,25 @@ class ProcessTree:
         """Add the leader's current descendants to the tree; call only while the leader is unreaped."""
         if self._leader is None:
             return
-        try:
-            children = self._leader.children(recursive=True)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+        pids = descendant_pids(self._leader.pid)
+        if pids is None:
+            try:
+                children = self._leader.children(recursive=True)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                return
+            for child in children:
+                self._members.setdefault(child.pid, child)
             return
-        for child in children:
-            self._members.setdefault(child.pid, child)
+        for pid in pids:
+            known = self._members.get(pid)
+            if known is not None and known.is_running():
+                continue
+            # New, or a member that died and whose pid a new descendant now holds: track the live process.
+            try:
+                # psutil records the start time here, which is what guards a later signal against pid reuse.
+                self._members[pid] = psutil.Process(pid)
+            except psutil.Error:
+                continue
 
     def alive(self, *, leader_reaped: bool) -> bool:
         """Whether any process of the tree may still run.

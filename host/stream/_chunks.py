@@ -108,7 +108,7 @@ def text_delta(index: int, text: str) -> TextDelta:
     # construct_trusted inlined: this runs once per streamed chunk.
     delta = _new_instance(TextDelta)
     _set_slot(delta, "__dict__", {"index": index, "type": "text-delta", "text": text})
-    _set_slot(delta, "__pydantic_fields_set__", set(_DELTA_FIELDS_SET))
+    _set_slot(delta, "__pydantic_fields_set__", {"index", "text"})  # == _DELTA_FIELDS_SET; a literal builds faster
     _set_slot(delta, "__pydantic_extra__", None)
     _set_slot(delta, "__pydantic_private__", None)
     return delta

@@ -11,11 +11,12 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, field_serializer
 
 from host.diagnostics import SubagentResult
 from host.stream._assembler import BlockAssembler
 from host.stream._chunks import StreamChunk, construct_trusted
+from host.stream._log import ChunkLog
 
 __all__ = [
     "ChunkFrame",
@@ -41,13 +42,21 @@ _FRAME_SET: Final = frozenset({"run_id", "chunk"})
 
 
 class TranscriptEvent(BaseModel):
-    """One transcript entry; ``seq`` counts from 0 per run. Treat ``data`` as read-only."""
+    """One transcript entry; ``seq`` counts from 0 per run. Treat ``data`` as read-only.
+
+    A message's or attempt's ``stream`` is a read-only sequence of the run's chunks (compact, not a list); it
+    compares equal to a list of the same chunks and serializes as one.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     seq: int
     type: TranscriptEventType
     data: dict[str, Any]
+
+    @field_serializer("data", mode="wrap")
+    def _serialize_data(self, data: dict[str, Any], handler: SerializerFunctionWrapHandler) -> object:
+        return handler({key: list(value) if isinstance(value, ChunkLog) else value for key, value in data.items()})
 
 
 class ChunkFrame(BaseModel):
@@ -90,7 +99,7 @@ class RunJournal:
         self._kind: ProviderKind = kind
         self._on_frame = on_frame
         self._events: list[TranscriptEvent] = []
-        self._stream: list[StreamChunk] = []
+        self._stream = ChunkLog()
         self._assembler = BlockAssembler()
         self._published = False
         self._frozen = False
@@ -108,7 +117,7 @@ class RunJournal:
 
     @property
     def stream(self) -> tuple[StreamChunk, ...]:
-        """The chunks delivered so far, in order."""
+        """The chunks delivered so far, in order (built on each read)."""
         return tuple(self._stream)
 
     @property
@@ -160,7 +169,8 @@ class RunJournal:
             return
         self._finished = True
         self.publish()
-        stream = list(self._stream)
+        # The log itself, not a copy: the run is frozen, so no chunk is appended to it any more.
+        stream = self._stream
         if locally_cancelled:
             content = self._assembler.interrupted_blocks()
             if content:

@@ -10,8 +10,8 @@ import pickle
 
 import pytest
 
-from host.stream import ReasoningDelta, TextDelta, stream_chunk_adapter
-from host.stream._chunks import reasoning_delta, text_delta
+from host.stream import ChunkFrame, ReasoningDelta, TextDelta, stream_chunk_adapter
+from host.stream._chunks import construct_trusted, reasoning_delta, text_delta
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,18 @@ def test_trusted_deltas_stay_frozen() -> None:
     delta = text_delta(0, "x")
     with pytest.raises(ValueError):
         delta.__setattr__("text", "y")
+
+
+def test_a_trusted_chunk_frame_equals_a_validated_one_in_every_observable_way() -> None:
+    chunk = TextDelta(index=1, text="x")
+    fast = construct_trusted(
+        ChunkFrame, {"type": "chunk", "run_id": "run-1", "chunk": chunk}, frozenset({"run_id", "chunk"})
+    )
+    validated = ChunkFrame(run_id="run-1", chunk=chunk)
+    assert fast == validated
+    assert repr(fast) == repr(validated)
+    assert fast.model_dump() == validated.model_dump()
+    assert fast.model_dump_json() == validated.model_dump_json()
+    assert fast.model_fields_set == validated.model_fields_set
+    assert pickle.loads(pickle.dumps(fast)) == validated
+    assert copy.deepcopy(fast) == validated
