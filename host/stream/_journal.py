@@ -2,7 +2,9 @@
 
 ``RunJournal`` delivers ``run/start`` first, then each chunk synchronously as the provider's reader hands it over,
 until the run is frozen; ``finish`` then appends and delivers exactly one ``assistant/message`` or
-``assistant/attempt`` and the ``run/end`` event. A raising observer is contained and logged; it never changes the run.
+``assistant/attempt`` and the ``run/end`` event. ``permission`` delivers the closed facts of one unattended
+permission decision as a frame (it is not a transcript event). A raising observer is contained and logged; it never
+changes the run.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-from host.diagnostics import SubagentResult
+from host.diagnostics import PermissionDecision, SubagentResult
 from host.stream._assembler import BlockAssembler
 from host.stream._chunks import StreamChunk, construct_trusted
 
@@ -21,6 +23,7 @@ __all__ = [
     "ChunkFrame",
     "EventFrame",
     "FrameObserver",
+    "PermissionFrame",
     "ProviderKind",
     "RunJournal",
     "StreamFrame",
@@ -70,7 +73,22 @@ class EventFrame(BaseModel):
     event: TranscriptEvent
 
 
-StreamFrame: TypeAlias = ChunkFrame | EventFrame
+class PermissionFrame(BaseModel):
+    """The closed facts of one unattended permission decision: never the request's title or raw input."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["permission"] = "permission"
+    run_id: str
+    request_kind: str
+    """The request's closed-set tool kind (``unknown`` outside the set)."""
+    policy: str
+    """The entry's permission policy (``allow`` or ``reject``)."""
+    decision: str
+    """``allowed`` or ``denied``."""
+
+
+StreamFrame: TypeAlias = ChunkFrame | EventFrame | PermissionFrame
 FrameObserver: TypeAlias = Callable[[StreamFrame], None]
 
 
@@ -141,6 +159,16 @@ class RunJournal:
             self._deliver(
                 construct_trusted(ChunkFrame, {"type": "chunk", "run_id": self._run_id, "chunk": chunk}, _FRAME_SET)
             )
+
+    def permission(self, decision: PermissionDecision) -> None:
+        """Deliver one permission decision's closed facts; a no-op once the run is frozen or before it is published."""
+        if self._frozen or not self._published:
+            return
+        self._deliver(
+            PermissionFrame(
+                run_id=self._run_id, request_kind=decision.request, policy=decision.policy, decision=decision.decision
+            )
+        )
 
     def freeze(self) -> None:
         """Fix the stream: later chunks are dropped. Idempotent."""

@@ -14,6 +14,7 @@ def test_stream_exports_exactly_the_stream_and_transcript_contract() -> None:
         "ChunkFrame",
         "EventFrame",
         "FrameObserver",
+        "PermissionFrame",
         "ProviderKind",
         "ReasoningDelta",
         "RunJournal",
