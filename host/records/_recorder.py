@@ -19,7 +19,7 @@ from typing import Any, Final, TypeAlias
 from host._json import ContentBlock
 from host.process import ProcessOutcome
 from host.records._writer import TranscriptWriter, encode_line
-from host.stream import ChunkFrame, EventFrame, PermissionFrame, ReasoningDelta, StreamFrame, TextDelta
+from host.stream import ChunkFrame, EventFrame, ReasoningDelta, StreamFrame, TextDelta
 
 __all__ = ["COALESCE_WINDOW_S", "RecordObserver", "RunRecorder", "RunStartFacts", "rfc3339_now"]
 
@@ -114,10 +114,8 @@ class RunRecorder:
         """Record one frame (a synchronous observer, like every ``on_frame``)."""
         if isinstance(frame, ChunkFrame):
             self._on_chunk(frame)
-        elif isinstance(frame, EventFrame):
-            self._on_event(frame)
         else:
-            self._on_permission(frame)
+            self._on_event(frame)
 
     def flush(self) -> None:
         """Emit the coalesced deltas waiting, if any."""
@@ -160,12 +158,6 @@ class RunRecorder:
         else:
             self.flush()
             self._emit(event.type, event.model_dump(mode="json")["data"])
-
-    def _on_permission(self, frame: PermissionFrame) -> None:
-        self.flush()
-        self._emit(
-            "permission", {"request_kind": frame.request_kind, "policy": frame.policy, "decision": frame.decision}
-        )
 
     def _begin(self, run_id: str, data: dict[str, Any]) -> None:
         self._run_id = run_id

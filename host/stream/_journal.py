@@ -2,9 +2,9 @@
 
 ``RunJournal`` delivers ``run/start`` first, then each chunk synchronously as the provider's reader hands it over,
 until the run is frozen; ``finish`` then appends and delivers exactly one ``assistant/message`` or
-``assistant/attempt`` and the ``run/end`` event. ``permission`` delivers the closed facts of one unattended
-permission decision as a frame (it is not a transcript event). A raising observer is contained and logged; it never
-changes the run.
+``assistant/attempt`` and the ``run/end`` event. ``permission`` appends the closed facts of one unattended
+permission decision (``{request_kind, policy, decision}``) while the run streams. A raising observer is contained
+and logged; it never changes the run.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ __all__ = [
     "ChunkFrame",
     "EventFrame",
     "FrameObserver",
-    "PermissionFrame",
     "ProviderKind",
     "RunJournal",
     "StreamFrame",
@@ -34,7 +33,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ProviderKind: TypeAlias = Literal["acp", "dsh-sdk"]
-TranscriptEventType: TypeAlias = Literal["run/start", "assistant/message", "assistant/attempt", "run/end"]
+TranscriptEventType: TypeAlias = Literal["run/start", "permission", "assistant/message", "assistant/attempt", "run/end"]
 
 _OBSERVER_FAILED: Final = "subagent-host: stream observer failed for run %s: %s"
 # Stop reasons whose assembly is a finished message; every other outcome keeps only its stream (an attempt).
@@ -73,22 +72,7 @@ class EventFrame(BaseModel):
     event: TranscriptEvent
 
 
-class PermissionFrame(BaseModel):
-    """The closed facts of one unattended permission decision: never the request's title or raw input."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    type: Literal["permission"] = "permission"
-    run_id: str
-    request_kind: str
-    """The request's closed-set tool kind (``unknown`` outside the set)."""
-    policy: str
-    """The entry's permission policy (``allow`` or ``reject``)."""
-    decision: str
-    """``allowed`` or ``denied``."""
-
-
-StreamFrame: TypeAlias = ChunkFrame | EventFrame | PermissionFrame
+StreamFrame: TypeAlias = ChunkFrame | EventFrame
 FrameObserver: TypeAlias = Callable[[StreamFrame], None]
 
 
@@ -161,14 +145,11 @@ class RunJournal:
             )
 
     def permission(self, decision: PermissionDecision) -> None:
-        """Deliver one permission decision's closed facts; a no-op once the run is frozen or before it is published."""
+        """Append a ``permission`` event with the decision's closed facts; a no-op once frozen or unpublished."""
         if self._frozen or not self._published:
             return
-        self._deliver(
-            PermissionFrame(
-                run_id=self._run_id, request_kind=decision.request, policy=decision.policy, decision=decision.decision
-            )
-        )
+        data = {"request_kind": decision.request, "policy": decision.policy, "decision": decision.decision}
+        self._append("permission", data)
 
     def freeze(self) -> None:
         """Fix the stream: later chunks are dropped. Idempotent."""

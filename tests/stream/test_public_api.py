@@ -14,7 +14,6 @@ def test_stream_exports_exactly_the_stream_and_transcript_contract() -> None:
         "ChunkFrame",
         "EventFrame",
         "FrameObserver",
-        "PermissionFrame",
         "ProviderKind",
         "ReasoningDelta",
         "RunJournal",
