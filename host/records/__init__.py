@@ -10,6 +10,7 @@ from __future__ import annotations
 from host.records._paths import STATE_DIR_ENV_VAR, ensure_runs_dir, resolve_state_dir, runs_dir
 from host.records._recorder import COALESCE_WINDOW_S, RecordObserver, RunRecorder, RunStartFacts
 from host.records._recording import FLUSH_INTERVAL_S, ChildFacts, RunRecording, host_version
+from host.records._render import STOPPED_MARKER, THINKING_HEADER, neutralise, tool_line
 from host.records._store import (
     DEFAULT_KEEP_RUNS,
     TASK_PREVIEW_CHARS,
@@ -24,7 +25,7 @@ from host.records._store import (
     prune_runs,
     read_records,
 )
-from host.records._writer import STDERR_TAIL_BYTES, TranscriptWriter, jsonl_path, stderr_path
+from host.records._writer import STDERR_TAIL_BYTES, TranscriptWriter, encode_line, jsonl_path, stderr_path
 
 __all__ = [
     "COALESCE_WINDOW_S",
@@ -32,7 +33,9 @@ __all__ = [
     "FLUSH_INTERVAL_S",
     "STATE_DIR_ENV_VAR",
     "STDERR_TAIL_BYTES",
+    "STOPPED_MARKER",
     "TASK_PREVIEW_CHARS",
+    "THINKING_HEADER",
     "AmbiguousRunError",
     "ChildFacts",
     "PruneOutcome",
@@ -44,15 +47,18 @@ __all__ = [
     "RunSummary",
     "StoredRun",
     "TranscriptWriter",
+    "encode_line",
     "ensure_runs_dir",
     "find_run",
     "host_version",
     "jsonl_path",
     "list_runs",
+    "neutralise",
     "prompt_text",
     "prune_runs",
     "read_records",
     "resolve_state_dir",
     "runs_dir",
     "stderr_path",
+    "tool_line",
 ]
