@@ -10,10 +10,13 @@ import os
 import stat
 from pathlib import Path
 
+import anyio
 import pytest
 
+from host import CancelController, Host, ToolSuccess
+from host.config import parse_config
 from host.stream import ChunkFrame
-from tests.records._helpers import acp_entry, record_run, sdk_entry
+from tests.records._helpers import PROCESS_TIMEOUT_S, acp_entry, read_jsonl, record_run, sdk_entry
 
 pytestmark = pytest.mark.anyio
 
@@ -131,3 +134,21 @@ async def test_state_dir_is_private_and_the_transcript_is_0600(tmp_path: Path) -
     assert stat.S_IMODE(os.stat(run.jsonl.parent.parent).st_mode) == 0o700
     # No stderr captured (the ACP child's stderr is inherited): no stderr file.
     assert not run.jsonl.with_suffix(".stderr").exists()
+
+
+async def test_a_background_job_is_recorded_like_a_foreground_run(tmp_path: Path) -> None:
+    config = parse_config({"providers": {"child": acp_entry(MOCK_TEXT="in the background")}})
+    state = tmp_path / "state"
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
+            started = await host.execute(
+                "delegate_child", {"task": "bg", "run_in_background": True}, signal=CancelController().signal
+            )
+            assert isinstance(started, ToolSuccess) and isinstance(started.value, dict)
+            job_id = started.value["job_id"]
+            assert isinstance(job_id, str)
+            await host.wait_job(job_id)
+    (transcript,) = sorted((state / "runs").glob("*.jsonl"))
+    records = read_jsonl(transcript)
+    assert [r["type"] for r in records] == ["run/start", "prompt", "chunk", "assistant/message", "run/end"]
+    assert records[-1]["data"]["stop_reason"] == "completed"
