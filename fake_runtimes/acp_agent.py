@@ -260,6 +260,9 @@ class _Agent:
                 },
             )
             self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "mock-tool", "status": "completed"})
+        if _flag("MOCK_IMAGE_CHUNK"):  # records tests: a non-text content chunk (an unknown block to the host)
+            image: JsonObject = {"type": "image", "data": "", "mimeType": "image/png"}
+            self.update(sid, {"sessionUpdate": "agent_message_chunk", "content": image})
         self.update(sid, _chunk("agent_message_chunk", self.answer_text(prompt_text, probe_text)))
         if _flag("MOCK_CRASH_AFTER_CHUNK"):
             os._exit(EXIT_CRASH_AFTER_CHUNK)  # every write went straight to the fd: nothing left to flush

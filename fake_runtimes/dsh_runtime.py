@@ -304,7 +304,11 @@ class _FakeRuntime:
         if _switch("FAKE_MESSAGE_WITHOUT_DATA") is not None:
             self._event(sid, "assistant/message")
             return
-        self._message(sid, [] if _switch("FAKE_EMPTY_MESSAGE") is not None else [{"type": "text", "text": text}])
+        content: list[object] = [] if _switch("FAKE_EMPTY_MESSAGE") is not None else [{"type": "text", "text": text}]
+        reasoning = _switch("FAKE_REASONING")  # records tests: a closed reasoning block after the text
+        if reasoning is not None:
+            content.append({"type": "reasoning", "text": reasoning})
+        self._message(sid, content)
         self._turn_end(sid)
         if _switch("FAKE_SUBAGENT") is not None:
             self._subagent(sid)

@@ -1,7 +1,8 @@
 """``subagent-host run``: one delegated task, through the host's registry and the provider's delegation tool.
 
 The run is never started straight on a provider: the CLI calls ``delegate_<name>`` and observes the run through
-per-call hooks. SIGINT/SIGTERM cancel the call's signal (a local cancel): the result settles ``aborted`` and is
+per-call hooks, and recorded under the state directory unless ``--no-record`` (``subagent-host runs`` reads the
+records back). SIGINT/SIGTERM cancel the call's signal (a local cancel): the result settles ``aborted`` and is
 printed at once, then the child goes down through the full teardown ladder (a repeated signal never skips a rung).
 """
 
@@ -20,12 +21,15 @@ from typing import Any, Final, NoReturn, TextIO
 
 import anyio
 
+from host._cli_live import LiveDetail
+from host._cli_runs import JSON_SCHEMA_VERSION, add_runs_parser, add_state_dir_argument, run_runs_command
 from host._exceptions import ConfigError
 from host._host import Host
 from host.cancel import CancelController
 from host.config import HostConfig, delegation_tool_name, load_config
 from host.diagnostics import SubagentResult, foreground_failure_message, text_of
 from host.process import adopt_orphans, reap_orphans
+from host.records import encode_line, neutralise, resolve_state_dir
 from host.stream import ChunkFrame, StreamFrame, TextDelta
 from host.tools import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
 
@@ -62,6 +66,7 @@ exit status:
   143  terminated by SIGTERM (likewise)
 
 config lookup: --config, then $SUBAGENT_HOST_CONFIG, then ./subagent-host.toml, then the built-in echo provider.
+run records: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
 """
 
 
@@ -84,20 +89,24 @@ def run_cli(argv: Sequence[str] | None = None, *, owns_process: bool = False) ->
     parser, run_parser = _build_parsers()
     try:
         args = parser.parse_args(arguments)
+        if args.command == "runs":
+            return run_runs_command(args)
         if not args.task:
             raise _ArgumentError("TASK must not be empty", run_parser.format_usage())
     except _ArgumentError as exc:
         # A usage error keeps the --json promise: one object on stdout (argparse itself would print only usage).
         _write(sys.stderr, exc.usage)
-        return _usage_failure(f"subagent-host: {exc}", "--json" in arguments)
+        return _usage_failure(f"subagent-host: {exc}", "--json" in arguments or "--stream-json" in arguments)
     logging.basicConfig(level=logging.WARNING, format="subagent-host: %(levelname)s %(name)s: %(message)s")
     options = _Options(
         task=args.task,
         config=args.config,
         provider=args.provider,
         cwd=args.cwd,
-        as_json=args.json,
+        as_json=args.json or args.stream_json,
         owns_process=owns_process,
+        stream_json=args.stream_json,
+        state_dir=None if args.no_record else str(resolve_state_dir(args.state_dir)),
     )
     if owns_process:
         # A grandchild that setsid()-s away from a child that then exits escapes the teardown's process-group and
@@ -140,7 +149,15 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     run.add_argument("--cwd", metavar="DIR", help="the parent workspace the child works in (default: .)")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    run.add_argument(
+        "--stream-json",
+        action="store_true",
+        help="print every run record as NDJSON as it happens, then the --json object as the last line",
+    )
+    add_state_dir_argument(run)
+    run.add_argument("--no-record", action="store_true", help="do not record the run under the state directory")
     run.add_argument("task", metavar="TASK", help="the task for the child agent")
+    add_runs_parser(commands, _Parser)
     return parser, run
 
 
@@ -152,6 +169,8 @@ class _Options:
     cwd: str | None
     as_json: bool
     owns_process: bool
+    stream_json: bool = False
+    state_dir: str | None = None
 
 
 class _UsageError(Exception):
@@ -164,6 +183,8 @@ class _Invocation:
 
     provider: str
     as_json: bool
+    stream_json: bool = False
+    detail: LiveDetail = field(default_factory=lambda: LiveDetail(lambda text: _write(sys.stderr, text)))
     pieces: list[str] = field(default_factory=list[str])
     run_id: str | None = None
     result: SubagentResult | None = None
@@ -171,10 +192,20 @@ class _Invocation:
     printed: bool = False
 
     def on_frame(self, frame: StreamFrame) -> None:
-        if isinstance(frame, ChunkFrame) and isinstance(frame.chunk, TextDelta):
+        if not isinstance(frame, ChunkFrame):
+            return
+        if isinstance(frame.chunk, TextDelta):
             self.pieces.append(frame.chunk.text)  # joined once at the end: += would be quadratic in chunks
             if not self.as_json:
-                _write(sys.stdout, frame.chunk.text)
+                self.detail.on_chunk(frame.chunk)
+                _write_child_text(frame.chunk.text)
+        elif not self.as_json:
+            self.detail.on_chunk(frame.chunk)
+
+    def on_record(self, run_id: str, record: dict[str, Any]) -> None:
+        """``--stream-json``: each run record as one NDJSON line, until the final object was printed."""
+        if self.stream_json and not self.printed:
+            _write(sys.stdout, encode_line(record))
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
         self.run_id = run_id
@@ -191,14 +222,16 @@ class _Invocation:
         if self.as_json:
             _write(sys.stdout, _json_line(self.json_object(tool_result)))
         else:
+            self.detail.close()
             self.report_text(tool_result)
 
     def json_object(self, tool_result: ToolResult | None) -> dict[str, Any]:
         error = _failure_of(tool_result)
         if self.result is None or self.run_id is None:
-            obj: dict[str, Any] = {"provider": self.provider}
+            obj: dict[str, Any] = {"schema": JSON_SCHEMA_VERSION, "provider": self.provider}
         else:
             obj = {
+                "schema": JSON_SCHEMA_VERSION,
                 "run_id": self.run_id,
                 "provider": self.provider,
                 "stop_reason": self.result.stop_reason,
@@ -225,7 +258,7 @@ class _Invocation:
         if self.result is not None and self.result.stop_reason == "completed":
             final = text_of(self.result.output)
             rest = final[len(streamed) :] if final.startswith(streamed) else final
-            _write(sys.stdout, rest)
+            _write_child_text(rest)
             shown = streamed + rest
         else:
             shown = streamed
@@ -257,7 +290,7 @@ async def _run(options: _Options) -> int:
         return _usage_failure(_config_error_text(exc), options.as_json)
     except _UsageError as exc:
         return _usage_failure(str(exc), options.as_json)
-    invocation = _Invocation(provider=provider, as_json=options.as_json)
+    invocation = _Invocation(provider=provider, as_json=options.as_json, stream_json=options.stream_json)
     controller = CancelController()
     hooks = RunHooks(on_frame=invocation.on_frame, on_result=invocation.on_result)
     tool_result: ToolResult | None = None
@@ -272,7 +305,12 @@ async def _run(options: _Options) -> int:
                     # A repeated signal is absorbed: the teardown ladder always runs to its SIGKILL rung.
 
             watchers.start_soon(watch_signals)
-            async with Host.open(config, parent_cwd=workspace) as host:
+            async with Host.open(
+                config,
+                parent_cwd=workspace,
+                state_dir=options.state_dir,
+                on_record=invocation.on_record if options.stream_json else None,
+            ) as host:
                 tool_result = await host.execute(
                     delegation_tool_name(provider), {"task": options.task}, signal=controller.signal, hooks=hooks
                 )
@@ -324,7 +362,7 @@ def _config_error_text(error: ConfigError) -> str:
 def _usage_failure(message: str, as_json: bool) -> int:
     _write(sys.stderr, message + "\n")
     if as_json:
-        _write(sys.stdout, _json_line({"error": message}))
+        _write(sys.stdout, _json_line({"schema": JSON_SCHEMA_VERSION, "error": message}))
     return EXIT_USAGE
 
 
@@ -349,6 +387,11 @@ def _json_line(obj: dict[str, Any]) -> str:
         # A child may stream half of a surrogate pair; `\udxxx` escapes keep the object valid and lossless.
         line = json.dumps(obj, ensure_ascii=True)
     return line + "\n"
+
+
+def _write_child_text(text: str) -> None:
+    """Child text on stdout: neutralised when stdout is a terminal, so it cannot drive it; exact otherwise."""
+    _write(sys.stdout, neutralise(text) if sys.stdout.isatty() else text)
 
 
 def _write(stream: TextIO, text: str) -> None:

@@ -2,13 +2,15 @@
 
 ``Host.open`` owns a task group for the providers' run tasks and the background jobs. Closing the host cancels
 every outstanding call and job through its controller, waits for them (shielded, bounded), then closes every
-provider, which disposes any run still live; no child outlives the host.
+provider, which disposes any run still live; no child outlives the host. Given ``state_dir``, every run (foreground
+or background) is recorded under ``<state_dir>/runs/`` (``host.records``).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
@@ -23,6 +25,7 @@ from host.acp_provider import AcpProvider
 from host.cancel import CancelController, CancelSignal, fuse
 from host.config import EntryConfig, HostConfig, load_config
 from host.diagnostics import JobOutcome
+from host.records import RecordObserver, RunRecording, resolve_state_dir
 from host.sdk_provider import DshSdkProvider
 from host.tools import (
     JobRunner,
@@ -56,18 +59,31 @@ class _ClosableProvider(Provider, Protocol):
         ...
 
 
-def _create_provider(entry: EntryConfig, task_group: TaskGroup) -> _ClosableProvider:
+def _create_provider(entry: EntryConfig, task_group: TaskGroup, recording: RunRecording | None) -> _ClosableProvider:
+    provider: _ClosableProvider
     if entry.kind == "acp":
-        return AcpProvider(entry, task_group=task_group)
-    return DshSdkProvider(entry, task_group=task_group)
+        provider = AcpProvider(entry, task_group=task_group)
+    elif recording is not None:
+        provider = DshSdkProvider(entry, task_group=task_group, client_factory=recording.sdk_client_factory)
+    else:
+        provider = DshSdkProvider(entry, task_group=task_group)
+    return recording.wrap(provider, entry) if recording is not None else provider
 
 
 class Host:
     """Runs delegated subtasks through a tool registry; open it with ``async with Host.open(...) as host``."""
 
-    def __init__(self, config: HostConfig, task_group: TaskGroup, parent_cwd_of: ParentCwdOf) -> None:
+    def __init__(
+        self,
+        config: HostConfig,
+        task_group: TaskGroup,
+        parent_cwd_of: ParentCwdOf,
+        *,
+        recording: RunRecording | None = None,
+    ) -> None:
         """Build the providers and the registry (use ``Host.open``, which also owns the task group and the close)."""
         self._config = config
+        self._recording = recording
         self._closed = False
         self._calls: dict[int, CancelController] = {}
         self._call_keys = itertools.count()
@@ -78,7 +94,7 @@ class Host:
         self._jobs = JobRunner(task_group)
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():
-            self._providers[name] = _create_provider(entry, task_group)
+            self._providers[name] = _create_provider(entry, task_group, recording)
         registry = ToolRegistry()
         # First, so its budget is the outermost wrapper and covers everything inside (tool-registry.md §11.2).
         install_timeout_policy(registry)
@@ -102,7 +118,12 @@ class Host:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, config: HostConfig | None = None, *, parent_cwd: str | ParentCwdOf | None = None
+        cls,
+        config: HostConfig | None = None,
+        *,
+        parent_cwd: str | ParentCwdOf | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        on_record: RecordObserver | None = None,
     ) -> AsyncGenerator[Host]:
         """Open a host over ``config`` (``None``: the ``load_config()`` lookup order); close it on exit.
 
@@ -110,6 +131,8 @@ class Host:
             config: the loaded configuration.
             parent_cwd: the parent session's working directory, or a function of a call's ``agent`` token that
                 returns it (``None`` when unknown).
+            state_dir: record every run under ``<state_dir>/runs/`` (``None``: no run is written to disk).
+            on_record: observes every run record as it is emitted (also without ``state_dir``).
 
         Raises:
             ConfigError: ``config`` is ``None`` and loading the config failed.
@@ -117,8 +140,19 @@ class Host:
         if config is None:
             config = load_config()
         parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
+        recording = (
+            RunRecording(
+                state_dir=resolve_state_dir(state_dir) if state_dir is not None else None,
+                keep_runs=config.keep_runs,
+                on_record=on_record,
+            )
+            if state_dir is not None or on_record is not None
+            else None
+        )
         async with anyio.create_task_group() as task_group:
-            host = cls(config, task_group, parent_cwd_of)
+            if recording is not None:
+                task_group.start_soon(recording.run_flusher, name="run record flusher")
+            host = cls(config, task_group, parent_cwd_of, recording=recording)
             try:
                 yield host
             finally:
@@ -222,6 +256,8 @@ class Host:
             async with anyio.create_task_group() as group:
                 for provider in self._providers.values():
                     group.start_soon(_close_provider, provider)
+            if self._recording is not None:
+                self._recording.close()
             # A closed host offers nothing: its providers and tools are unregistered (acp-provider.md §14.10).
             self._providers.clear()
             for unregister in self._unregister:

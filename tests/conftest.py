@@ -42,6 +42,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every CLI the suite starts records its runs into a temporary state dir, never the user's own."""
+    previous = os.environ.get("SUBAGENT_HOST_STATE_DIR")
+    os.environ["SUBAGENT_HOST_STATE_DIR"] = str(tmp_path_factory.mktemp("subagent-host-state"))
+    yield
+    if previous is None:
+        del os.environ["SUBAGENT_HOST_STATE_DIR"]
+    else:
+        os.environ["SUBAGENT_HOST_STATE_DIR"] = previous
+
+
 def _marked_processes() -> list[psutil.Process]:
     marker = os.environ[MARKER_NAME]
     me = os.getpid()

@@ -16,13 +16,21 @@ from host.config._loader import (
     load_config,
     parse_config,
 )
-from host.config._models import AcpEntryConfig, EntryConfig, HostConfig, SdkEntryConfig, delegation_tool_name
+from host.config._models import (
+    DEFAULT_KEEP_RUNS,
+    AcpEntryConfig,
+    EntryConfig,
+    HostConfig,
+    SdkEntryConfig,
+    delegation_tool_name,
+)
 
 __all__ = [
     "BUILTIN_DESCRIPTION",
     "BUILTIN_SOURCE",
     "CONFIG_ENV_VAR",
     "DEFAULT_CONFIG_FILENAME",
+    "DEFAULT_KEEP_RUNS",
     "AcpEntryConfig",
     "EntryConfig",
     "HostConfig",

@@ -18,7 +18,7 @@ from typing import Final, cast
 
 from host._exceptions import ConfigError
 from host.config._acp import validate_acp_entry
-from host.config._models import AcpEntryConfig, EntryConfig, HostConfig, delegation_tool_name
+from host.config._models import DEFAULT_KEEP_RUNS, AcpEntryConfig, EntryConfig, HostConfig, delegation_tool_name
 from host.config._sdk import validate_sdk_entry
 
 __all__ = [
@@ -96,8 +96,9 @@ def parse_config(
     environ = os.environ if environ is None else environ
     base_dir = os.path.abspath(os.getcwd() if base_dir is None else base_dir)
     for key in document:
-        if key != "providers":
+        if key not in ("providers", "host"):
             raise ConfigError(f'{_HOST_PREFIX}unknown top-level config key "{key}"')
+    keep_runs = _validate_host_table(document.get("host"))
     providers = document.get("providers")
     if providers is None:
         raise ConfigError(f"{_HOST_PREFIX}{source} configures no providers")
@@ -122,7 +123,23 @@ def parse_config(
                 f'{_HOST_PREFIX}providers.{first} and providers.{name} would both register the tool "{tool}"'
             )
         tool_owners[tool] = name
-    return HostConfig(providers=MappingProxyType(validated), source=source)
+    return HostConfig(providers=MappingProxyType(validated), source=source, keep_runs=keep_runs)
+
+
+def _validate_host_table(table: object) -> int:
+    """Validate the optional ``[host]`` table (only ``keep_runs``, an integer >= 0) and return ``keep_runs``."""
+    if table is None:
+        return DEFAULT_KEEP_RUNS
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{_HOST_PREFIX}host must be a table")
+    settings = cast("Mapping[str, object]", table)
+    for key in settings:
+        if key != "keep_runs":
+            raise ConfigError(f'{_HOST_PREFIX}unknown config key "host.{key}"')
+    keep_runs = settings.get("keep_runs", DEFAULT_KEEP_RUNS)
+    if type(keep_runs) is not int or keep_runs < 0:
+        raise ConfigError(f"{_HOST_PREFIX}host.keep_runs must be an integer >= 0")
+    return keep_runs
 
 
 def builtin_config() -> HostConfig:

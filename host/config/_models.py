@@ -13,7 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["AcpEntryConfig", "EntryConfig", "HostConfig", "SdkEntryConfig", "delegation_tool_name"]
+__all__ = ["DEFAULT_KEEP_RUNS", "AcpEntryConfig", "EntryConfig", "HostConfig", "SdkEntryConfig", "delegation_tool_name"]
+
+DEFAULT_KEEP_RUNS = 1000
+"""How many of the newest run records retention keeps unless ``[host] keep_runs`` says otherwise."""
 
 _NOT_TOOL_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
@@ -96,6 +99,8 @@ class HostConfig:
     """Entries keyed by provider name, in document order."""
     source: str
     """The absolute path of the loaded file, or ``"<built-in>"``."""
+    keep_runs: int = DEFAULT_KEEP_RUNS
+    """``[host] keep_runs``: how many of the newest run records retention keeps."""
 
 
 def delegation_tool_name(entry_name: str) -> str:

@@ -2,7 +2,9 @@
 
 ``RunJournal`` delivers ``run/start`` first, then each chunk synchronously as the provider's reader hands it over,
 until the run is frozen; ``finish`` then appends and delivers exactly one ``assistant/message`` or
-``assistant/attempt`` and the ``run/end`` event. A raising observer is contained and logged; it never changes the run.
+``assistant/attempt`` and the ``run/end`` event. ``permission`` appends the closed facts of one unattended
+permission decision (``{request_kind, policy, decision}``) while the run streams. A raising observer is contained
+and logged; it never changes the run.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, field_serializer
 
-from host.diagnostics import SubagentResult
+from host.diagnostics import PermissionDecision, SubagentResult
 from host.stream._assembler import BlockAssembler
 from host.stream._chunks import StreamChunk, construct_trusted
 from host.stream._log import ChunkLog
@@ -32,7 +34,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ProviderKind: TypeAlias = Literal["acp", "dsh-sdk"]
-TranscriptEventType: TypeAlias = Literal["run/start", "assistant/message", "assistant/attempt", "run/end"]
+TranscriptEventType: TypeAlias = Literal["run/start", "permission", "assistant/message", "assistant/attempt", "run/end"]
 
 _OBSERVER_FAILED: Final = "subagent-host: stream observer failed for run %s: %s"
 # Stop reasons whose assembly is a finished message; every other outcome keeps only its stream (an attempt).
@@ -150,6 +152,13 @@ class RunJournal:
             self._deliver(
                 construct_trusted(ChunkFrame, {"type": "chunk", "run_id": self._run_id, "chunk": chunk}, _FRAME_SET)
             )
+
+    def permission(self, decision: PermissionDecision) -> None:
+        """Append a ``permission`` event with the decision's closed facts; a no-op once frozen or unpublished."""
+        if self._frozen or not self._published:
+            return
+        data = {"request_kind": decision.request, "policy": decision.policy, "decision": decision.decision}
+        self._append("permission", data)
 
     def freeze(self) -> None:
         """Fix the stream: later chunks are dropped. Idempotent."""

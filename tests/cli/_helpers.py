@@ -1,7 +1,8 @@
 """Drive ``subagent-host run`` as a real subprocess (``python -m host``) with TOML configs written to ``tmp_path``.
 
 The CLI never sees the test's ``MOCK_*`` switches or ``SUBAGENT_HOST_CONFIG``; ``json_of`` checks stdout is one JSON
-object and normalizes its random ``run_id`` to ``<run_id>``.
+object led by ``"schema": 1`` (which it removes, so expectations pin the rest) and normalizes its random ``run_id``
+to ``<run_id>``.
 """
 
 from __future__ import annotations
@@ -80,11 +81,12 @@ async def read_line(process: Process) -> bytes:
 
 
 def one_json_object(stdout: bytes) -> dict[str, Any]:
-    """The single line of ``stdout``, parsed as a JSON object."""
+    """The single line of ``stdout``, parsed as a JSON object, whose leading ``"schema": 1`` is checked and removed."""
     lines = stdout.decode().splitlines()
     assert len(lines) == 1, lines
     data = cast("dict[str, Any]", json.loads(lines[0]))
     assert isinstance(data, dict)
+    assert next(iter(data), None) == "schema" and data.pop("schema") == 1, data
     return data
 
 

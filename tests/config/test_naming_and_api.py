@@ -45,6 +45,7 @@ def test_public_names_are_exactly_the_config_api() -> None:
         "BUILTIN_SOURCE",
         "CONFIG_ENV_VAR",
         "DEFAULT_CONFIG_FILENAME",
+        "DEFAULT_KEEP_RUNS",
         "AcpEntryConfig",
         "EntryConfig",
         "HostConfig",

@@ -1,0 +1,269 @@
+"""``subagent-host runs list | show | prune``: read the recorded runs of a state directory.
+
+Every ``--json`` object carries ``"schema": 1``. Text output neutralises control characters from child text, so
+a transcript cannot drive the terminal. Exit status: 0 success, 1 no such run (or an ambiguous prefix), 2 usage
+or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Final, cast
+
+import pydantic
+
+from host._exceptions import ConfigError
+from host.config import load_config
+from host.records import (
+    STOPPED_MARKER,
+    THINKING_HEADER,
+    AmbiguousRunError,
+    RunNotFoundError,
+    StoredRun,
+    find_run,
+    list_runs,
+    neutralise,
+    prompt_text,
+    prune_runs,
+    resolve_state_dir,
+    tool_line,
+)
+from host.stream import BlockAssembler, stream_chunk_adapter
+
+__all__ = ["JSON_SCHEMA_VERSION", "add_runs_parser", "add_state_dir_argument", "run_runs_command"]
+
+JSON_SCHEMA_VERSION: Final = 1
+"""The ``schema`` member of every JSON object the CLI prints."""
+
+_RUNS_EPILOG: Final = """\
+exit status:
+  0  success
+  1  runs show: no run id starts with RUN_ID, or several do
+  2  usage or configuration error
+
+state directory: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
+"""
+_EXIT_OK: Final = 0
+_EXIT_NOT_FOUND: Final = 1
+_EXIT_USAGE: Final = 2
+
+
+def add_state_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """``--state-dir DIR``: where run records live."""
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where run records live (default: $SUBAGENT_HOST_STATE_DIR, else the user state directory)",
+    )
+
+
+def add_runs_parser(commands: Any, parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add ``runs`` with its ``list``, ``show`` and ``prune`` subcommands to ``commands`` (a subparsers action)."""
+    runs = cast(
+        "argparse.ArgumentParser",
+        commands.add_parser(
+            "runs",
+            help="list, show or prune recorded runs",
+            description="Read the runs recorded under the state directory.",
+            epilog=_RUNS_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        ),
+    )
+    actions = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION", parser_class=parser_class)
+    listing = actions.add_parser("list", help="the recorded runs, newest first")
+    listing.add_argument("--json", action="store_true", help="print one JSON object")
+    listing.add_argument("--limit", type=_non_negative, metavar="N", help="show at most N runs")
+    add_state_dir_argument(listing)
+    show = actions.add_parser("show", help="one run's transcript")
+    show.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
+    show.add_argument("--json", action="store_true", help="print one JSON object with every record")
+    show.add_argument("--stderr", action="store_true", help="print the child's stderr tail instead")
+    add_state_dir_argument(show)
+    prune = actions.add_parser("prune", help="remove all but the newest runs (never one in progress)")
+    prune.add_argument("--keep", type=_non_negative, metavar="N", help="how many to keep (default: [host] keep_runs)")
+    prune.add_argument("--config", metavar="PATH", help="the TOML config file (for [host] keep_runs)")
+    add_state_dir_argument(prune)
+    return runs
+
+
+def run_runs_command(args: argparse.Namespace) -> int:
+    """Run ``runs <action>`` and return its exit status."""
+    state_dir = resolve_state_dir(args.state_dir)
+    if args.runs_command == "list":
+        return _list(state_dir, args.limit, args.json)
+    if args.runs_command == "show":
+        return _show(state_dir, args.run_id, as_json=args.json, stderr=args.stderr)
+    return _prune(state_dir, args.keep, args.config)
+
+
+def _non_negative(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
+    return number
+
+
+def _list(state_dir: Path, limit: int | None, as_json: bool) -> int:
+    summaries = list_runs(state_dir, limit)
+    if as_json:
+        runs = [
+            {
+                "run_id": s.run_id,
+                "start_time": s.start_time,
+                "provider": s.provider,
+                "duration_ms": s.duration_ms,
+                "status": s.status,
+                "task": s.task,
+            }
+            for s in summaries
+        ]
+        _print_json({"schema": JSON_SCHEMA_VERSION, "runs": runs})
+        return _EXIT_OK
+    for s in summaries:
+        task = neutralise(s.task).replace("\n", " ").replace("\t", " ")
+        fields = [s.run_id, s.start_time or "-", neutralise(s.provider or "-"), _duration(s.duration_ms), s.status]
+        _out("  ".join([*fields, task]).rstrip() + "\n")
+    return _EXIT_OK
+
+
+def _show(state_dir: Path, prefix: str, *, as_json: bool, stderr: bool) -> int:
+    try:
+        run = find_run(state_dir, prefix)
+    except AmbiguousRunError as exc:
+        listed = ", ".join(exc.candidates)
+        return _fail(f'subagent-host: run id prefix "{neutralise(prefix)}" is ambiguous: {listed}', as_json)
+    except RunNotFoundError:
+        return _fail(f'subagent-host: no recorded run matches "{neutralise(prefix)}"', as_json)
+    tail = (run.stderr or b"").decode("utf-8", errors="replace")
+    if as_json:
+        obj: dict[str, Any] = {"schema": JSON_SCHEMA_VERSION, "run_id": run.run_id, "status": run.status}
+        if stderr:
+            obj["stderr"] = tail
+        else:
+            obj["records"] = run.records
+        _print_json(obj)
+    elif stderr:
+        _out(neutralise(tail))
+    else:
+        _out("\n".join(_transcript_lines(run)) + "\n")
+    return _EXIT_OK
+
+
+def _prune(state_dir: Path, keep: int | None, config_path: str | None) -> int:
+    if keep is None:
+        try:
+            keep = load_config(config_path).keep_runs
+        except ConfigError as exc:
+            _err(f"{exc}\n")
+            return _EXIT_USAGE
+    outcome = prune_runs(state_dir, keep)
+    _out(f"removed {len(outcome.removed)} run(s)")
+    if outcome.in_progress:
+        _out(f"; kept {len(outcome.in_progress)} in progress")
+    _out("\n")
+    return _EXIT_OK
+
+
+# -- the transcript as text ----------------------------------------------------------------------------------------
+
+
+def _transcript_lines(run: StoredRun) -> list[str]:
+    start = _data_of(run.records, "run/start")
+    end = _data_of(run.records, "run/end")
+    start_time = next((r.get("time") for r in run.records if r.get("type") == "run/start"), None)
+    lines = [
+        f"run {run.run_id}",
+        f"provider: {neutralise(str(start.get('provider', '-')))} ({neutralise(str(start.get('kind', '-')))})",
+        f"cwd: {neutralise(str(start.get('cwd') or '-'))}",
+        f"started: {neutralise(str(start_time or '-'))}",
+        f"duration: {_duration(end.get('duration_ms'))}",
+        f"stop reason: {run.status}",
+    ]
+    diagnostic = end.get("diagnostic")
+    if isinstance(diagnostic, str):
+        lines.append(f"diagnostic: {neutralise(diagnostic)}")
+    lines += ["", "prompt:", neutralise(prompt_text(_data_of(run.records, "prompt").get("content"))), ""]
+    message = _data_of(run.records, "assistant/message")
+    if message:
+        lines.append("message:")
+        lines += _block_lines(message.get("content"))
+        if message.get("interrupted") is True:
+            lines.append(STOPPED_MARKER)
+    else:
+        lines.append("streamed (no finished message):")
+        lines += _block_lines(_assembled(run.records))
+    return lines
+
+
+def _assembled(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    assembler = BlockAssembler()
+    for record in records:
+        if record.get("type") == "chunk":
+            try:
+                assembler.feed(stream_chunk_adapter.validate_python(record.get("data")))
+            except pydantic.ValidationError:
+                continue
+    return assembler.blocks("completed")
+
+
+def _block_lines(content: object) -> list[str]:
+    lines: list[str] = []
+    for item in cast("list[object]", content) if isinstance(content, list) else []:
+        if not isinstance(item, dict):
+            continue
+        block = cast("dict[str, object]", item)
+        block_type, text = block.get("type"), block.get("text")
+        if block_type == "text" and isinstance(text, str):
+            lines.append(neutralise(text))
+        elif block_type == "reasoning" and isinstance(text, str):
+            lines += [THINKING_HEADER, neutralise(text)]
+        elif block_type == "tool-call":
+            lines.append(tool_line(block.get("title"), block.get("kind"), block.get("status")))
+        else:
+            lines.append(f"[{neutralise(str(block_type))} block]")
+    return lines
+
+
+def _data_of(records: list[dict[str, Any]], record_type: str) -> dict[str, Any]:
+    for record in records:
+        if record.get("type") == record_type and isinstance(record.get("data"), dict):
+            return cast("dict[str, Any]", record["data"])
+    return {}
+
+
+def _duration(duration_ms: object) -> str:
+    if not isinstance(duration_ms, int):
+        return "-"
+    return f"{duration_ms} ms" if duration_ms < 1000 else f"{duration_ms / 1000:.1f} s"
+
+
+def _fail(message: str, as_json: bool) -> int:
+    _err(message + "\n")
+    if as_json:
+        _print_json({"schema": JSON_SCHEMA_VERSION, "error": message})
+    return _EXIT_NOT_FOUND
+
+
+def _print_json(obj: dict[str, Any]) -> None:
+    line = json.dumps(obj, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(obj, ensure_ascii=True)
+    _out(line + "\n")
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()

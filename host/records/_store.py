@@ -1,0 +1,272 @@
+"""Reading the runs directory: summaries newest first, one run's records by a unique id prefix, and pruning.
+
+A run is in progress while its writer holds the ``flock`` on its ``.jsonl`` (a lock dies with its process, so a
+killed host leaves no stale one). A transcript without ``run/end`` whose lock is free is ``incomplete``; nothing
+here ever rewrites a transcript, and pruning never removes a run in progress.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final, cast
+
+from host.config import DEFAULT_KEEP_RUNS
+from host.records._paths import runs_dir
+from host.records._writer import jsonl_path, stderr_path
+
+__all__ = [
+    "DEFAULT_KEEP_RUNS",
+    "TASK_PREVIEW_CHARS",
+    "AmbiguousRunError",
+    "PruneOutcome",
+    "RunNotFoundError",
+    "RunSummary",
+    "StoredRun",
+    "count_transcripts",
+    "find_run",
+    "list_runs",
+    "prompt_text",
+    "prune_runs",
+    "read_records",
+]
+
+TASK_PREVIEW_CHARS: Final = 60
+"""How many characters of the task a summary shows."""
+
+_SUFFIX: Final = ".jsonl"
+
+
+class RunNotFoundError(LookupError):
+    """No recorded run id starts with the given prefix."""
+
+
+class AmbiguousRunError(LookupError):
+    """Several recorded run ids start with the given prefix; ``candidates`` lists them."""
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        super().__init__(prefix)
+        self.candidates = candidates
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One line of ``runs list``."""
+
+    run_id: str
+    start_time: str | None
+    provider: str | None
+    duration_ms: int | None
+    status: str
+    """The stop reason, or ``running`` / ``incomplete`` when there is no ``run/end``."""
+    task: str
+    """The first ``TASK_PREVIEW_CHARS`` characters of the prompt's text."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One recorded run: its records, its status and its stderr tail (``None`` when no tail was kept)."""
+
+    run_id: str
+    records: list[dict[str, Any]]
+    status: str
+    stderr: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class PruneOutcome:
+    """What ``prune_runs`` did."""
+
+    removed: list[str]
+    in_progress: list[str]
+    """Runs past the limit that were kept because they are in progress."""
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of one transcript, in order; a line that does not parse ends the read (lenient)."""
+    records: list[dict[str, Any]] = []
+    with open(path, "rb") as file:
+        for raw in file:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                break
+            if not isinstance(record, dict):
+                break
+            records.append(cast("dict[str, Any]", record))
+    return records
+
+
+def list_runs(state_dir: Path, limit: int | None = None) -> list[RunSummary]:
+    """Summaries of the recorded runs, newest first (at most ``limit``)."""
+    summaries = [_summary(path) for path in _sorted_transcripts(state_dir)]
+    return summaries if limit is None else summaries[:limit]
+
+
+def find_run(state_dir: Path, prefix: str) -> StoredRun:
+    """The run whose id is ``prefix`` or uniquely starts with it.
+
+    Raises:
+        RunNotFoundError: no run id starts with ``prefix``.
+        AmbiguousRunError: several do (and none equals it).
+    """
+    runs = runs_dir(state_dir)
+    ids = sorted(path.name[: -len(_SUFFIX)] for path in _transcripts(runs))
+    matches = [run_id for run_id in ids if run_id.startswith(prefix)] if prefix else []
+    if prefix in matches:
+        matches = [prefix]
+    if not matches:
+        raise RunNotFoundError(prefix)
+    if len(matches) > 1:
+        raise AmbiguousRunError(prefix, matches)
+    run_id = matches[0]
+    path = jsonl_path(runs, run_id)
+    records = read_records(path)
+    try:
+        stderr: bytes | None = stderr_path(runs, run_id).read_bytes()
+    except FileNotFoundError:
+        stderr = None
+    return StoredRun(run_id, records, _status(path, records), stderr)
+
+
+def prune_runs(state_dir: Path, keep: int) -> PruneOutcome:
+    """Remove all but the newest ``keep`` runs (transcript and stderr tail); never a run in progress."""
+    runs = runs_dir(state_dir)
+    removed: list[str] = []
+    in_progress: list[str] = []
+    for path in _sorted_transcripts(state_dir)[keep:]:
+        run_id = path.name[: -len(_SUFFIX)]
+        with _exclusive(path) as acquired:
+            if not acquired:
+                in_progress.append(run_id)
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                stderr_path(runs, run_id).unlink()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            removed.append(run_id)
+    return PruneOutcome(removed, in_progress)
+
+
+def count_transcripts(state_dir: Path) -> int:
+    """How many transcripts the runs directory holds (cheap: no file is read)."""
+    return sum(1 for _ in _transcripts(runs_dir(state_dir)))
+
+
+# -- helpers -----------------------------------------------------------------------------------------------------
+
+
+def _transcripts(runs: Path) -> Iterator[Path]:
+    try:
+        entries = list(os.scandir(runs))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.name.endswith(_SUFFIX) and entry.is_file(follow_symlinks=False):
+            yield Path(entry.path)
+
+
+def _sorted_transcripts(state_dir: Path) -> list[Path]:
+    """Transcripts newest first, by their ``run/start`` time (file modification time when it is unreadable)."""
+    keyed = [(_start_timestamp(path), path.name, path) for path in _transcripts(runs_dir(state_dir))]
+    keyed.sort(reverse=True)
+    return [path for _, _, path in keyed]
+
+
+def _start_timestamp(path: Path) -> float:
+    try:
+        with open(path, "rb") as file:
+            first = json.loads(file.readline())
+        return datetime.fromisoformat(first["time"]).timestamp()
+    except (OSError, ValueError, KeyError, TypeError):
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+
+def _summary(path: Path) -> RunSummary:
+    run_id = path.name[: -len(_SUFFIX)]
+    try:
+        records = read_records(path)
+    except OSError:
+        records = []
+    start = _first(records, "run/start")
+    prompt = _first(records, "prompt")
+    end = _first(records, "run/end")
+    start_data = _data(start)
+    duration = _data(end).get("duration_ms")
+    provider = start_data.get("provider")
+    return RunSummary(
+        run_id=run_id,
+        start_time=start.get("time") if start is not None else None,
+        provider=provider if isinstance(provider, str) else None,
+        duration_ms=duration if isinstance(duration, int) else None,
+        status=_status(path, records),
+        task=prompt_text(_data(prompt).get("content"))[:TASK_PREVIEW_CHARS],
+    )
+
+
+def prompt_text(content: object) -> str:
+    """The concatenated text of a prompt's text blocks."""
+    if not isinstance(content, list):
+        return ""
+    texts: list[str] = []
+    for block in cast("list[object]", content):
+        if isinstance(block, dict):
+            text = cast("dict[str, object]", block).get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    return "".join(texts)
+
+
+def _status(path: Path, records: list[dict[str, Any]]) -> str:
+    end = _first(records, "run/end")
+    if end is not None:
+        stop_reason = _data(end).get("stop_reason")
+        return stop_reason if isinstance(stop_reason, str) else "unknown"
+    return "running" if _locked(path) else "incomplete"
+
+
+def _first(records: list[dict[str, Any]], record_type: str) -> dict[str, Any] | None:
+    return next((record for record in records if record.get("type") == record_type), None)
+
+
+def _data(record: dict[str, Any] | None) -> dict[str, Any]:
+    data = record.get("data") if record is not None else None
+    return cast("dict[str, Any]", data) if isinstance(data, dict) else {}
+
+
+def _locked(path: Path) -> bool:
+    """Whether a writer holds the transcript's lock (an empty file is one being created: in progress too)."""
+    with _exclusive(path, shared=True) as acquired:
+        return not acquired
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path, *, shared: bool = False) -> Generator[bool]:
+    """Try the transcript's lock without blocking; yield whether it was acquired (and hold it meanwhile)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            yield False
+            return
+        # A file created but not yet holding its first line is a writer between create and lock.
+        yield os.fstat(fd).st_size > 0
+    finally:
+        os.close(fd)
