@@ -31,7 +31,7 @@ class Keeper:
         self.prefix = MARK_NAME + prefix
         self.own_start = start_ticks(os.getpid()) or 0
         self.groups: dict[bytes, tuple[int, int]] = {}
-        # run -> (grace_s, SIGTERM sent at, or 0.0 before the first sweep)
+        # run -> [grace_s, SIGTERM sent at (0.0 before the first sweep), the run's child start in ticks]
         self.retired: dict[bytes, list[float]] = {}
         self.quit_grace_s = 0.0
         self.last_sweep = 0.0
@@ -77,8 +77,8 @@ class Keeper:
             if words[0] == b"track":
                 self.groups[words[1]] = (int(words[2]), int(words[3]))
             elif words[0] == b"retire":
-                self.groups.pop(words[1], None)
-                self.retired[words[1]] = [float(words[2]) / 1000, 0.0]
+                _, start = self.groups.pop(words[1], (0, self.own_start))
+                self.retired[words[1]] = [float(words[2]) / 1000, 0.0, float(start)]
             elif words[0] == b"quit":
                 self.quit_grace_s = float(words[1]) / 1000
         except (IndexError, ValueError):
@@ -87,7 +87,9 @@ class Keeper:
     def sweep_retired(self, now: float) -> None:
         marks = {self.prefix + run: run for run in self.retired}
         found: dict[bytes, list[int]] = {}
-        for pid, mark in marked_processes(self.own_start):
+        # A run's descendants started after its child: only newer processes need their environment read.
+        since = int(min(state[2] for state in self.retired.values()))
+        for pid, mark in marked_processes(since):
             run = marks.get(mark)
             if run is not None:
                 found.setdefault(run, []).append(pid)
@@ -96,7 +98,7 @@ class Keeper:
             if not pids:
                 del self.retired[run]
                 continue
-            grace_s, termed_at = state
+            grace_s, termed_at, _ = state
             if termed_at == 0.0:
                 state[1] = now
                 signal_all(pids, signal.SIGTERM)
@@ -172,7 +174,7 @@ def group_has_live_member(pgid: int) -> bool:
 
 
 def marked_processes(since_ticks: int) -> list[tuple[int, bytes]]:
-    """(pid, marker entry) of every live process started since the keeper that carries a marker."""
+    """(pid, marker entry) of every live process started at or after ``since_ticks`` that carries a marker."""
     me = os.getpid()
     found: list[tuple[int, bytes]] = []
     for name in os.listdir("/proc"):

@@ -14,7 +14,7 @@ from typing import Any, Final, get_args
 import anyio
 import psutil
 
-from host import CancelController, Host, RunHooks, SubagentResult, ToolResult, load_config
+from host import CancelController, Host, RunHooks, SubagentResult, load_config
 from host._run import SubagentRequest
 from host.diagnostics import (
     DIAGNOSTIC_LIMIT_BYTES,
@@ -90,8 +90,10 @@ def write_chaos_config(tmp_path: Path, *, grace_ms: int = 200) -> Path:
 
 @dataclass(slots=True)
 class _Observed:
+    """What one run handed back: each settlement's model-visible text, and each ``SubagentResult``."""
+
+    settlements: list[str] = field(default_factory=list[str])
     results: list[SubagentResult] = field(default_factory=list[SubagentResult])
-    tool_results: list[ToolResult] = field(default_factory=list[ToolResult])
 
 
 def _fds() -> set[str]:
@@ -181,7 +183,7 @@ async def _through_tool(host: Host, index: int, one: Draw, controller: CancelCon
     hooks = RunHooks(on_result=lambda _run_id, result: observed.results.append(result))
     name = "delegate_" + one.entry.replace("-", "_")
     tool_result = await host.execute(name, {"task": "chaos"}, signal=controller.signal, agent=index, hooks=hooks)
-    observed.tool_results.append(tool_result)
+    observed.settlements.append(repr(tool_result))
 
 
 async def _through_provider(
@@ -195,27 +197,23 @@ async def _through_provider(
     )
     try:
         run = await host.providers[one.entry].start(request)
-    except Exception as exc:  # a start failure is a result of its own: its safe message is what a caller shows
-        observed.tool_results.append(_failure_text(exc))  # type: ignore[arg-type]
+    except Exception as exc:  # a start failure settles the call: its safe message is what a caller shows
+        observed.settlements.append(str(exc))
         return
     try:
         observed.results.append(await run.result())
     finally:
         await run.dispose()
-    observed.tool_results.append(_failure_text(None))  # type: ignore[arg-type]
-
-
-def _failure_text(exc: BaseException | None) -> Any:
-    return "" if exc is None else str(exc)
+    observed.settlements.append("")
 
 
 def _check(observed: _Observed, canary: str) -> list[str]:
     problems: list[str] = []
-    if len(observed.tool_results) != 1:
-        problems.append(f"{len(observed.tool_results)} tool results")
+    if len(observed.settlements) != 1:
+        problems.append(f"{len(observed.settlements)} settlements")
     if len(observed.results) > 1:
         problems.append(f"{len(observed.results)} results")
-    visible = [repr(item) for item in observed.tool_results]
+    visible = list(observed.settlements)
     for result in observed.results:
         visible.append(result.model_dump_json())
         diagnostic = result.diagnostic
