@@ -25,6 +25,7 @@ from host.acp_provider import AcpProvider
 from host.cancel import CancelController, CancelSignal, fuse
 from host.config import EntryConfig, HostConfig, load_config
 from host.diagnostics import JobOutcome
+from host.process import hold_keeper, release_keeper
 from host.records import RecordObserver, RunRecording, resolve_state_dir
 from host.sdk_provider import DshSdkProvider
 from host.tools import (
@@ -149,16 +150,22 @@ class Host:
             if state_dir is not None or on_record is not None
             else None
         )
-        async with anyio.create_task_group() as task_group:
-            if recording is not None:
-                task_group.start_soon(recording.run_flusher, name="run record flusher")
-            host = cls(config, task_group, parent_cwd_of, recording=recording)
-            try:
-                yield host
-            finally:
-                await host._aclose()
-                # Every run and job has settled and been disposed; nothing left in the group may keep it open.
-                task_group.cancel_scope.cancel()
+        # While a host is open its children are enrolled with the keeper, which ends them if this process dies.
+        hold_keeper()
+        try:
+            async with anyio.create_task_group() as task_group:
+                if recording is not None:
+                    task_group.start_soon(recording.run_flusher, name="run record flusher")
+                host = cls(config, task_group, parent_cwd_of, recording=recording)
+                try:
+                    yield host
+                finally:
+                    await host._aclose()
+                    # Every run and job has settled and been disposed; nothing left in the group may keep it open.
+                    task_group.cancel_scope.cancel()
+        finally:
+            # Closing the keeper ends what the runs left behind (setsid()-ed, double-forked) before returning.
+            await release_keeper(max((entry.dispose_grace_ms for entry in config.providers.values()), default=0.0))
 
     @property
     def config(self) -> HostConfig:

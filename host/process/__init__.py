@@ -1,7 +1,8 @@
 """The managed child process shared by both providers (acp-provider.md §4).
 
 Environment scrub, spawn in a new session, exit facts, process-tree liveness and termination, the shielded
-and bounded teardown ladder, an ``atexit`` hook that SIGKILLs every tree the host still owns, and (for a process
+and bounded teardown ladder, an ``atexit`` hook that SIGKILLs every tree the host still owns, the keeper process
+that ends every run when the host dies by any means and sweeps what a torn-down run left behind, and (for a process
 that owns its lifetime, like the CLI) adoption and sweeping of descendants a child orphaned.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from host.process._env import build_child_env, scrub_environment
 from host.process._handle import ProcessHandle
+from host.process._keeper import hold_keeper, release_keeper
 from host.process._ladder import SharedTeardown, run_teardown_ladder
 from host.process._managed import ManagedProcess, spawn_managed
 from host.process._orphans import adopt_orphans, reap_orphans
@@ -21,7 +23,9 @@ __all__ = [
     "SharedTeardown",
     "adopt_orphans",
     "build_child_env",
+    "hold_keeper",
     "reap_orphans",
+    "release_keeper",
     "run_teardown_ladder",
     "scrub_environment",
     "spawn_managed",

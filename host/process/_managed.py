@@ -23,6 +23,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process, TaskGroup
 from host._exceptions import ProcessTreeSurvivedError
 from host.cancel import format_ms
 from host.process._handle import ProcessHandle
+from host.process._keeper import KeeperTicket, enrol
 from host.process._outcome import ProcessOutcome
 from host.process._registry import forget_tree, register_tree
 from host.process._stderr import StderrTail, drain_stderr
@@ -57,7 +58,15 @@ async def poll_until(condition: Callable[[], bool]) -> None:
 class ManagedProcess(ProcessHandle):
     """A child spawned by :func:`spawn_managed`: pipes, exit facts, tree liveness and termination."""
 
-    def __init__(self, process: Process, *, tree: ProcessTree, grace_ms: float, stderr_tail: StderrTail | None) -> None:
+    def __init__(
+        self,
+        process: Process,
+        *,
+        tree: ProcessTree,
+        grace_ms: float,
+        stderr_tail: StderrTail | None,
+        ticket: KeeperTicket | None = None,
+    ) -> None:
         stdin, stdout = process.stdin, process.stdout
         assert stdin is not None and stdout is not None
         self._process = process
@@ -71,6 +80,7 @@ class ManagedProcess(ProcessHandle):
         self._terminated: anyio.Event | None = None
         self._killed_at: float | None = None
         self._closed = False
+        self._ticket = ticket
 
     @property
     def pid(self) -> int:
@@ -225,6 +235,9 @@ class ManagedProcess(ProcessHandle):
                     await self._stderr_tail.closed.wait()
             with anyio.move_on_after(self._grace_ms / 1000):
                 await self._process.aclose()
+            if self._ticket is not None:
+                # Whatever of the run escaped the tree (setsid + orphaned, double-forked) is the keeper's to end.
+                self._ticket.retire(self._grace_ms)
 
 
 async def spawn_managed(
@@ -251,21 +264,27 @@ async def spawn_managed(
     Raises:
         OSError: The child could not be spawned (``FileNotFoundError``, ``PermissionError``, ...), unchanged.
     """
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE if capture_stderr else None,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
+    ticket = enrol(env)
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if capture_stderr else None,
+            cwd=cwd,
+            env=ticket.env,
+            start_new_session=True,
+        )
+    except BaseException:
+        ticket.retire(0)
+        raise
     # No await from here on until the drain task is handed to the task group: a cancellation delivered in the
     # gap would leak a live child.
     try:
+        ticket.track(process.pid)
         tree = ProcessTree(process.pid)
         tail = StderrTail(process.pid, stderr_tail_lines) if capture_stderr else None
-        managed = ManagedProcess(process, tree=tree, grace_ms=grace_ms, stderr_tail=tail)
+        managed = ManagedProcess(process, tree=tree, grace_ms=grace_ms, stderr_tail=tail, ticket=ticket)
         if tail is not None:
             assert process.stderr is not None
             task_group.start_soon(drain_stderr, process.stderr, tail, name=f"drain stderr of child {process.pid}")
@@ -275,5 +294,6 @@ async def spawn_managed(
         process.kill()
         with anyio.CancelScope(shield=True), anyio.move_on_after(grace_ms / 1000):
             await process.aclose()
+        ticket.retire(grace_ms)
         raise
     return managed
