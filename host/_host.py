@@ -25,6 +25,7 @@ from host.config import EntryConfig, HostConfig, load_config
 from host.diagnostics import JobOutcome
 from host.sdk_provider import DshSdkProvider
 from host.tools import (
+    JobDoneListener,
     JobRunner,
     ParentCwdOf,
     RunHooks,
@@ -201,6 +202,10 @@ class Host:
             JobNotFoundError: no job has that id.
         """
         return await self._jobs.wait(job_id)
+
+    def on_job_done(self, listener: JobDoneListener) -> Callable[[], None]:
+        """Call ``listener(job_id, notice)`` when a background job settles unreported; return its remover."""
+        return self._jobs.on_job_done(listener)
 
     def _live_jobs(self) -> JobRunner | None:
         return None if self._closed else self._jobs
