@@ -84,6 +84,10 @@ def run_cli(argv: Sequence[str] | None = None, *, owns_process: bool = False) ->
     parser, run_parser = _build_parsers()
     try:
         args = parser.parse_args(arguments)
+        if args.command == "serve":
+            from host.server import run_serve  # the MCP SDK is imported only once serving starts
+
+            return run_serve(args, owns_process=owns_process)
         if not args.task:
             raise _ArgumentError("TASK must not be empty", run_parser.format_usage())
     except _ArgumentError as exc:
@@ -141,6 +145,9 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     run.add_argument("--cwd", metavar="DIR", help="the parent workspace the child works in (default: .)")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     run.add_argument("task", metavar="TASK", help="the task for the child agent")
+    from host.server import add_serve_arguments
+
+    add_serve_arguments(commands.add_parser("serve", help="serve the host's tools as an MCP server"))
     return parser, run
 
 
