@@ -57,17 +57,18 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
         notices.append(str(params.data))
         notice_seen.set()
 
-    progress: list[str | None] = []
+    messages: list[str | None] = []
 
-    async def on_progress(_progress: float, _total: float | None, message: str | None) -> None:
-        progress.append(message)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        del progress, total
+        messages.append(message)
 
     with anyio.fail_after(SERVE_TIMEOUT_S):
         async with client_session(jobs_config(tmp_path), logging_callback=on_log) as session:
             initialized = session.initialize_result
             listed = await session.list_tools()
             echoed = await session.call_tool("delegate_echo", {"task": "hello"}, progress_callback=on_progress)
-            progress_at_return = list(progress)
+            progress_at_return = list(messages)
             refused = await session.call_tool("delegate_refuse", {"task": "x"})
             unknown = await session.call_tool("job_output", {"job_id": "subagent-9"})
             started = await session.call_tool("delegate_slow", {"task": "x", "run_in_background": True})
@@ -79,7 +80,7 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
             killed = await session.call_tool("job_kill", {"job_id": "subagent-1", "reason": "not needed"})
             after_kill = await session.call_tool("job_output", {"job_id": "subagent-1", "wait": True})
             with pytest.warns(MCPDeprecationWarning):
-                await session.set_logging_level("info")
+                await session.set_logging_level("info")  # pyright: ignore[reportDeprecated]
             announced = await session.call_tool(
                 "delegate_echo", {"task": "in the background", "run_in_background": True}
             )
@@ -137,10 +138,11 @@ async def test_the_2026_era_client_calls_a_tool_and_sees_progress(tmp_path: Path
 
     from tests.server._helpers import serve_params
 
-    progress: list[str | None] = []
+    messages: list[str | None] = []
 
-    async def on_progress(_progress: float, _total: float | None, message: str | None) -> None:
-        progress.append(message)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        del progress, total
+        messages.append(message)
 
     config = write_config(tmp_path, {"echo": described("Echo the task.")})
     with anyio.fail_after(SERVE_TIMEOUT_S), warnings.catch_warnings():
@@ -150,4 +152,4 @@ async def test_the_2026_era_client_calls_a_tool_and_sees_progress(tmp_path: Path
     assert version == "2026-07-28"
     assert isinstance(result, types.CallToolResult)
     assert text_of(result) == "modern" and result.is_error is False
-    assert progress
+    assert messages
