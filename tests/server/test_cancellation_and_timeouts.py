@@ -42,6 +42,8 @@ def text_of(result: types.CallToolResult) -> str:
 
 async def cancel_while_running(session: ClientSession, tmp_path: Path, name: str) -> float:
     """Cancel a call to ``delegate_<name>`` through the client once its child is ready; the teardown's duration."""
+    agent = grandchild = 0
+    cancelled_at = 0.0
     async with anyio.create_task_group() as group:
 
         async def call() -> None:
