@@ -207,6 +207,10 @@ class Host:
         """Call ``listener(job_id, notice)`` when a background job settles unreported; return its remover."""
         return self._jobs.on_job_done(listener)
 
+    def cancel_jobs(self) -> None:
+        """Kill every live background job now, without waiting (closing the host waits for them)."""
+        self._jobs.cancel_all()
+
     def _live_jobs(self) -> JobRunner | None:
         return None if self._closed else self._jobs
 

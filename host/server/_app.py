@@ -114,6 +114,8 @@ async def serve(options: ServeOptions, config: HostConfig) -> None:
             async with anyio.create_task_group() as group:
                 group.start_soon(notices.run)
                 stopper = Stopper()
+                # Jobs go down alongside the in-flight calls, not after them: both ladders fit one budget.
+                stopper.on_stop(host.cancel_jobs)
                 group.start_soon(_watch_signals, signals, stopper)
                 if options.http is not None:
                     from host.server._http import serve_http
@@ -155,7 +157,7 @@ async def _watch_signals(signals: Any, stopper: Stopper) -> None:
 
 
 async def _serve_stdio(server: Server[Any], stopper: Stopper) -> None:
-    async with stdio_transport() as (read_stream, write_stream):
+    async with stdio_transport(on_eof=stopper.stop) as (read_stream, write_stream):
         with anyio.CancelScope() as scope:
             stopper.on_stop(scope.cancel)
             await server.run(read_stream, write_stream, server.create_initialization_options())

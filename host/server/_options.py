@@ -111,6 +111,12 @@ def run_serve(args: argparse.Namespace, *, owns_process: bool = False) -> int:
         # A grandchild that setsid()-s away from its parent is adopted and swept before exiting.
         adopt_orphans()
     anyio.run(serve, options, config)
+    if owns_process:
+        # Every run, job and orphan is gone. Finalizing the SDK's large module graph takes seconds on a loaded box,
+        # longer than the client's grace before it SIGTERMs us: flush and leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_OK)
     return _EXIT_OK
 
 

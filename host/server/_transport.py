@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import stat
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from types import TracebackType
@@ -164,6 +164,18 @@ async def _writable(wire: _Wire) -> None:
 
 
 async def _read_lines(
+    wire: _Wire,
+    inbox: ObjectSendStream[SessionMessage | Exception],
+    outbox: ObjectSendStream[bytes],
+    on_eof: Callable[[], None],
+) -> None:
+    try:
+        await _read_into(wire, inbox, outbox)
+    finally:
+        on_eof()
+
+
+async def _read_into(
     wire: _Wire, inbox: ObjectSendStream[SessionMessage | Exception], outbox: ObjectSendStream[bytes]
 ) -> None:
     buffer = bytearray()
@@ -215,10 +227,12 @@ async def _write_lines(wire: _Wire, outbox: MemoryObjectReceiveStream[bytes]) ->
 
 
 @asynccontextmanager
-async def stdio_transport() -> AsyncGenerator[
-    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], _SessionWriter]
-]:
+async def stdio_transport(
+    on_eof: Callable[[], None],
+) -> AsyncGenerator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], _SessionWriter]]:
     """Serve the wire on fd 0 / fd 1; yields ``(read stream, write stream)`` for ``Server.run``.
+
+    ``on_eof`` is called once the connection's input ended (EOF, a read error or an over-long line).
 
     On exit the writer drains what the server wrote, then fd 0 and fd 1 are restored.
     """
@@ -237,7 +251,7 @@ async def stdio_transport() -> AsyncGenerator[
             writers.start_soon(_write_lines, wire_out, outbox_receive)
             try:
                 async with anyio.create_task_group() as readers:
-                    readers.start_soon(_read_lines, wire_in, inbox_send, outbox_send)
+                    readers.start_soon(_read_lines, wire_in, inbox_send, outbox_send, on_eof)
                     try:
                         yield inbox_receive, writer
                     finally:

@@ -230,15 +230,20 @@ class JobRunner:
 
         return remove
 
+    def cancel_all(self, reason: str = JOB_KILL_REASON) -> None:
+        """Kill every live job now, without waiting (``aclose`` waits); no completion notice follows."""
+        for job in self._jobs.values():
+            if job.outcome is None:
+                # Nobody is left to read a notice for a job torn down with its owner.
+                job.reported = True
+                job.stopping = True
+                job.controller.cancel(reason)
+
     async def aclose(self) -> None:
         """Kill every live job and wait until each settled, shielded and bounded. Later ``start`` calls raise."""
         self._closed = True
         live = [job for job in self._jobs.values() if job.outcome is None]
-        for job in live:
-            # Nobody is left to read a notice for a job torn down with its owner.
-            job.reported = True
-            job.stopping = True
-            job.controller.cancel(JOB_KILL_REASON)
+        self.cancel_all()
         with anyio.move_on_after(JOBS_CLOSE_TIMEOUT_S, shield=True) as scope:
             for job in live:
                 await job.settled.wait()

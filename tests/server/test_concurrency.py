@@ -17,7 +17,10 @@ _OBSERVE_S = 1.0
 
 
 async def until_agents(server: RawServer, count: int) -> None:
-    while len(fake_agents(server.process.pid)) != count:
+    """Poll the OS until exactly ``count`` fake agents live (callers bound this)."""
+    while True:
+        if len(fake_agents(server.process.pid)) == count:
+            return
         await anyio.sleep(_POLL_S)
 
 
