@@ -73,6 +73,7 @@ async def test_the_official_clients_exit_mid_run_leaves_no_child(tmp_path: Path)
     with anyio.fail_after(SERVE_TIMEOUT_S):
         async with client_session(config_of(tmp_path)) as session:
             server = next(p for p in psutil.Process().children() if "serve" in p.cmdline())
+            pids: list[int] = []
             async with anyio.create_task_group() as group:
 
                 async def call() -> None:
