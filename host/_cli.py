@@ -91,6 +91,10 @@ def run_cli(argv: Sequence[str] | None = None, *, owns_process: bool = False) ->
         args = parser.parse_args(arguments)
         if args.command == "runs":
             return run_runs_command(args)
+        if args.command == "serve":
+            from host.server import run_serve  # the MCP SDK is imported only once serving starts
+
+            return run_serve(args, owns_process=owns_process)
         if not args.task:
             raise _ArgumentError("TASK must not be empty", run_parser.format_usage())
     except _ArgumentError as exc:
@@ -158,6 +162,9 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     run.add_argument("--no-record", action="store_true", help="do not record the run under the state directory")
     run.add_argument("task", metavar="TASK", help="the task for the child agent")
     add_runs_parser(commands, _Parser)
+    from host.server import add_serve_arguments
+
+    add_serve_arguments(commands.add_parser("serve", help="serve the host's tools as an MCP server"))
     return parser, run
 
 

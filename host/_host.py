@@ -29,6 +29,7 @@ from host.process import hold_keeper, release_keeper
 from host.records import RecordObserver, RunRecording, resolve_state_dir
 from host.sdk_provider import DshSdkProvider
 from host.tools import (
+    JobDoneListener,
     JobRunner,
     ParentCwdOf,
     RunHooks,
@@ -242,6 +243,14 @@ class Host:
             JobNotFoundError: no job has that id.
         """
         return await self._jobs.wait(job_id)
+
+    def on_job_done(self, listener: JobDoneListener) -> Callable[[], None]:
+        """Call ``listener(job_id, notice)`` when a background job settles unreported; return its remover."""
+        return self._jobs.on_job_done(listener)
+
+    def cancel_jobs(self) -> None:
+        """Kill every live background job now, without waiting (closing the host waits for them)."""
+        self._jobs.cancel_all()
 
     def _live_jobs(self) -> JobRunner | None:
         return None if self._closed else self._jobs

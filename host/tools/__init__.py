@@ -3,7 +3,7 @@
 ``ToolRegistry.execute`` runs the pipeline of tool-registry.md §6 and always returns exactly one ``ToolResult``;
 ``define_tool`` builds definitions from pydantic models; ``install_timeout_policy`` lives in
 ``host.tools.timeout_policy``. ``create_delegation_tool`` builds ``delegate_<name>``; ``JobRunner`` and
-``create_job_tools`` run one-shot background jobs and expose them as ``job_output`` / ``job_kill``.
+``create_job_tools`` run one-shot background jobs and expose them as ``job_output`` / ``job_list`` / ``job_kill``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,26 @@ from host.tools._delegation import (
     create_delegation_tool,
     default_description,
 )
+from host.tools._job_tools import (
+    JOB_KILL_TOOL_NAME,
+    JOB_LIST_TOOL_NAME,
+    JOB_OUTPUT_TOOL_NAME,
+    JOB_WAIT_DEFAULT_MS,
+    JOB_WAIT_MAX_MS,
+    create_job_tools,
+)
 from host.tools._jobs import (
     BACKGROUND_JOBS_UNAVAILABLE,
-    JOB_KILL_TOOL_NAME,
-    JOB_OUTPUT_TOOL_NAME,
+    JOB_KIND_SUBAGENT,
     JOB_RUNNING_STATUS_LINE,
+    JOB_STOPPING_STATUS_LINE,
     JOBS_CLOSE_TIMEOUT_S,
+    NO_BACKGROUND_JOBS,
+    NO_NEW_OUTPUT,
+    JobDoneListener,
     JobRunner,
     JobStarter,
-    create_job_tools,
+    LiveJobStatus,
 )
 from host.tools._registry import ToolRegistry
 from host.tools._results import (
@@ -77,9 +88,16 @@ __all__ = [
     "BACKGROUND_STARTED_TEXT",
     "JOBS_CLOSE_TIMEOUT_S",
     "JOB_KILL_TOOL_NAME",
+    "JOB_KIND_SUBAGENT",
+    "JOB_LIST_TOOL_NAME",
     "JOB_OUTPUT_TOOL_NAME",
     "JOB_RUNNING_STATUS_LINE",
+    "JOB_STOPPING_STATUS_LINE",
+    "JOB_WAIT_DEFAULT_MS",
+    "JOB_WAIT_MAX_MS",
     "NOT_LOSSLESS",
+    "NO_BACKGROUND_JOBS",
+    "NO_NEW_OUTPUT",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
@@ -98,8 +116,10 @@ __all__ = [
     "FinalizeContent",
     "ForegroundValue",
     "HooksOf",
+    "JobDoneListener",
     "JobRunner",
     "JobStarter",
+    "LiveJobStatus",
     "NotLossless",
     "ParentCwdOf",
     "PostExecuteDecision",

@@ -146,7 +146,7 @@ def create_delegation_tool(
         )
         check_capabilities(provider, request)
         if args.run_in_background:
-            return _start_background(provider, request, jobs() if jobs is not None else None)
+            return _start_background(provider, request, jobs() if jobs is not None else None, entry.timeout_ms)
         run = await provider.start(request)
         if hooks is not None and hooks.on_result is not None:
             await _report_result(run, hooks.on_result)
@@ -162,7 +162,9 @@ def create_delegation_tool(
     )
 
 
-def _start_background(provider: Provider, request: SubagentRequest, jobs: JobRunner | None) -> JsonValue:
+def _start_background(
+    provider: Provider, request: SubagentRequest, jobs: JobRunner | None, timeout_ms: float | None
+) -> JsonValue:
     if jobs is None:
         raise SubagentHostError(BACKGROUND_JOBS_UNAVAILABLE)
 
@@ -182,7 +184,8 @@ def _start_background(provider: Provider, request: SubagentRequest, jobs: JobRun
         )
         return await provider.start(job_request)
 
-    job_id = jobs.start(request.label, start)
+    # A job honours the entry's budget too: it settles failed with the timeout text (a deliberate deviation).
+    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms)
     return {"kind": "background", "job_id": job_id}
 
 

@@ -1,99 +1,108 @@
-"""One-shot background subagent jobs and the ``job_output`` / ``job_kill`` tools.
+"""One-shot background subagent jobs, with the reference's job texts (``job_output`` / ``job_list`` / ``job_kill``).
 
 A ``JobRunner`` owns its jobs: each runs in the runner's task group under its own ``CancelController``, and its
-run is always disposed before the outcome is recorded (``settle_job_start``). ``aclose`` kills every live job
-through its controller and waits, shielded and bounded, until each one settled, so no job outlives its owner.
+run is always disposed before the outcome is recorded (``settle_job_start``). A job is final-output only: a read
+returns nothing while it runs and its full answer on every read once it settled. ``kill`` moves a live job to
+``stopping`` until it settles. A job honours its entry's ``timeout_ms``: the deadline settles it ``failed`` with
+the timeout text as its detail. ``aclose`` kills every live job and waits, shielded and bounded, until each one
+settled, so no job outlives its owner.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Final
+from typing import Final, Literal, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, TypeAdapter
 
 from host._exceptions import JobNotFoundError, SubagentHostError, describe_error
-from host._json import ContentBlock, JsonValue
 from host._run import SubagentRun
-from host.cancel import CancelController, CancelSignal
+from host.cancel import CancelController, CancelSignal, deadline, format_ms, timeout_of
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
-from host.stream import ChunkFrame, FrameObserver, StreamFrame, TextDelta
-from host.tools._define import define_tool
-from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
+from host.stream import FrameObserver, StreamFrame
 
 __all__ = [
     "BACKGROUND_JOBS_UNAVAILABLE",
-    "JOB_KILL_TOOL_NAME",
-    "JOB_OUTPUT_TOOL_NAME",
-    "JOB_RUNNING_STATUS_LINE",
     "JOBS_CLOSE_TIMEOUT_S",
+    "JOB_KIND_SUBAGENT",
+    "JOB_RUNNING_STATUS_LINE",
+    "JOB_STOPPING_STATUS_LINE",
+    "JOB_TIMEOUT_CODE",
+    "NO_BACKGROUND_JOBS",
+    "NO_NEW_OUTPUT",
+    "JobDoneListener",
     "JobRunner",
     "JobStarter",
-    "create_job_tools",
+    "LiveJobStatus",
 ]
 
 logger = logging.getLogger(__name__)
 
 BACKGROUND_JOBS_UNAVAILABLE: Final = "background jobs unavailable"
 """Raised by a tool that needs a job runner when the host has none."""
-JOB_OUTPUT_TOOL_NAME: Final = "job_output"
-JOB_KILL_TOOL_NAME: Final = "job_kill"
+JOB_KIND_SUBAGENT: Final = "subagent"
+"""The kind of a delegation job, and the prefix of its id (``subagent-<n>``)."""
 JOB_RUNNING_STATUS_LINE: Final = "[status: running]"
-"""The status line of a job that has not settled yet."""
+"""The status line of a job that has not settled and was not killed."""
+JOB_STOPPING_STATUS_LINE: Final = "[status: stopping]"
+"""The status line of a killed job that has not settled yet."""
+NO_NEW_OUTPUT: Final = "(no new output)"
+"""The body of a read with nothing to show."""
+NO_BACKGROUND_JOBS: Final = "(no background jobs)"
+"""``job_list`` with no job."""
+JOB_TIMEOUT_CODE: Final = "TOOL_TIMEOUT"
+"""The deadline code of a job's ``timeout_ms``."""
 JOBS_CLOSE_TIMEOUT_S: Final = 30.0
 """Bounds how long ``JobRunner.aclose`` waits for killed jobs to settle (each run's ladder bounds it normally)."""
 
+LiveJobStatus: TypeAlias = Literal["running", "stopping", "completed", "killed", "failed"]
+
 _KILL_REQUESTED: Final = "requested cancellation of job {job_id}"
-_UNKNOWN_JOB: Final = 'unknown background job "{job_id}"'
+_ALREADY_FINISHED: Final = "job {job_id} had already finished {status_line}"
+_UNKNOWN_JOB: Final = "unknown job {job_id}"
+_EMPTY_JOB_ID: Final = 'invalid job_id: expected a non-empty string, got ""'
+_INVALID_WAIT_TIMEOUT: Final = "invalid wait timeout: expected a positive number of milliseconds, got {value}"
 _RUNNER_CLOSED: Final = "background jobs are closed"
-_JOB_OUTPUT_DESCRIPTION: Final = (
-    "Return a background subagent job's new output (text not returned by an earlier job_output call) followed by "
-    "its status line: [status: running], [status: completed], [status: killed] or [status: failed, <detail>]."
+_TIMED_OUT: Final = "tool call timed out after {ms}ms"
+_COMPLETION_NOTICE: Final = (
+    "background job {job_id} ({kind}: {label}) finished {status_line}. Read its output with job_output."
 )
-_JOB_KILL_DESCRIPTION: Final = "Request cancellation of a running background subagent job."
 
 JobStarter = Callable[[CancelSignal, FrameObserver], Awaitable[SubagentRun]]
 """Starts a job's run: ``(job signal, frame observer) -> provider.start(...)`` with that signal and observer."""
+JobDoneListener = Callable[[str, str], None]
+"""Called with ``(job id, completion notice)`` when a job settles that no kill, read or wait reported."""
 
 
 @dataclass(slots=True)
 class _Job:
-    """One background job: its controller, streamed text, what ``job_output`` already returned, and its outcome."""
+    """One background job: its controller, lifecycle status, outcome and whether its end was reported."""
 
     id: str
+    kind: str
     label: str
     controller: CancelController = field(default_factory=CancelController)
-    streamed: list[str] = field(default_factory=list[str])
-    returned: str = ""
-    """The output text already handed out by ``job_output``."""
+    stopping: bool = False
     outcome: JobOutcome | None = None
+    reported: bool = False
+    """A kill, a read or a wait has reported (or committed to report) the terminal state: no notice."""
+    waiters: int = 0
     settled: anyio.Event = field(default_factory=anyio.Event)
 
-    def on_frame(self, frame: StreamFrame) -> None:
-        # Only live text deltas count: they are what a running job has said so far.
-        if isinstance(frame, ChunkFrame) and isinstance(frame.chunk, TextDelta):
-            self.streamed.append(frame.chunk.text)
+    @property
+    def status(self) -> LiveJobStatus:
+        if self.outcome is not None:
+            return self.outcome.status
+        return "stopping" if self.stopping else "running"
 
-    def take_new_output(self) -> str:
-        """The text not yet returned: streamed deltas while running, the final output once completed."""
-        if self.outcome is None:
-            available = "".join(self.streamed)
-        elif self.outcome.status == "completed":
-            available = self.outcome.output or ""
-        else:
-            # Partial output of a failed or killed job is not reported.
-            return ""
-        if available.startswith(self.returned):
-            new = available[len(self.returned) :]
-        else:
-            # The final answer diverged from what streamed (a rewritten block): hand it out whole.
-            new = available
-        self.returned = available
-        return new
+    def status_line(self) -> str:
+        if self.outcome is not None:
+            return status_line(self.outcome)
+        return JOB_STOPPING_STATUS_LINE if self.stopping else JOB_RUNNING_STATUS_LINE
 
 
 class JobRunner:
@@ -106,43 +115,91 @@ class JobRunner:
     def __init__(self, task_group: TaskGroup) -> None:
         self._task_group = task_group
         self._jobs: dict[str, _Job] = {}
-        self._next_number = 1
+        self._counters: dict[str, itertools.count[int]] = {}
+        self._listeners: dict[int, JobDoneListener] = {}
+        self._listener_keys = itertools.count()
         self._closed = False
 
-    def start(self, label: str, starter: JobStarter) -> str:
-        """Start a job whose run comes from ``starter``; return its id at once.
+    def start(
+        self, label: str, starter: JobStarter, *, kind: str = JOB_KIND_SUBAGENT, timeout_ms: float | None = None
+    ) -> str:
+        """Start a job whose run comes from ``starter``; return its id (``<kind>-<n>``) at once.
+
+        Args:
+            label: the one-line label shown by ``job_list`` and the completion notice.
+            starter: starts the run with the job's signal.
+            kind: the job kind.
+            timeout_ms: the job's budget; when it expires the job settles ``failed`` with the timeout text.
 
         Raises:
             SubagentHostError: the runner is closed.
         """
         if self._closed:
             raise SubagentHostError(_RUNNER_CLOSED)
-        job = _Job(id=f"job-{self._next_number}", label=label)
-        self._next_number += 1
+        number = next(self._counters.setdefault(kind, itertools.count(1)))
+        job = _Job(id=f"{kind}-{number}", kind=kind, label=label)
         self._jobs[job.id] = job
-        self._task_group.start_soon(self._run_job, job, starter, name=f"subagent job {job.id}")
+        self._task_group.start_soon(self._run_job, job, starter, timeout_ms, name=f"subagent job {job.id}")
         return job.id
 
-    def output(self, job_id: str) -> str:
-        """Return the job's new output followed by its status line (``<output>\\n<status>``, or just the status).
+    def read(self, job_id: str) -> str:
+        """``<body><newline unless the body ends in one><status line>``; the body is the settled answer or
+        ``(no new output)``.
 
         Raises:
+            SubagentHostError: an empty ``job_id``.
             JobNotFoundError: no job has that id.
         """
         job = self._job(job_id)
-        new = job.take_new_output()
-        line = JOB_RUNNING_STATUS_LINE if job.outcome is None else status_line(job.outcome)
-        return new + "\n" + line if new else line
+        body = ""
+        if job.outcome is not None:
+            job.reported = True
+            # Partial output of a failed or killed job is not reported.
+            if job.outcome.status == "completed":
+                body = job.outcome.output or ""
+        if not body:
+            body = NO_NEW_OUTPUT
+        return body + ("" if body.endswith("\n") else "\n") + job.status_line()
 
-    def kill(self, job_id: str, reason: object = None) -> str:
-        """Cancel the job (reason ``background subagent task killed`` unless given); return the confirmation text.
+    async def wait_read(self, job_id: str, timeout_ms: float) -> str:
+        """Wait up to ``timeout_ms`` for the job to settle, then ``read`` it (a timed-out wait leaves it alive).
 
         Raises:
+            SubagentHostError: an empty ``job_id`` or a non-positive ``timeout_ms``.
             JobNotFoundError: no job has that id.
         """
         job = self._job(job_id)
+        if not timeout_ms > 0:
+            raise SubagentHostError(_INVALID_WAIT_TIMEOUT.format(value=format_ms(timeout_ms)))
+        if job.outcome is None:
+            job.waiters += 1
+            try:
+                with anyio.move_on_after(timeout_ms / 1000):
+                    await job.settled.wait()
+            finally:
+                job.waiters -= 1
+        return self.read(job_id)
+
+    def kill(self, job_id: str, reason: str | None = None) -> str:
+        """Cancel a live job (reason ``background subagent task killed`` unless given); return the confirmation.
+
+        Raises:
+            SubagentHostError: an empty ``job_id``.
+            JobNotFoundError: no job has that id.
+        """
+        job = self._job(job_id)
+        job.reported = True
+        if job.outcome is not None:
+            return _ALREADY_FINISHED.format(job_id=job.id, status_line=job.status_line())
         job.controller.cancel(reason or JOB_KILL_REASON)
-        return _KILL_REQUESTED.format(job_id=job_id)
+        job.stopping = True
+        return _KILL_REQUESTED.format(job_id=job.id)
+
+    def list_text(self) -> str:
+        """One ``<id> [<kind>] <status> — <label>`` line per job, or ``(no background jobs)``."""
+        if not self._jobs:
+            return NO_BACKGROUND_JOBS
+        return "\n".join(f"{job.id} [{job.kind}] {job.status} — {job.label}" for job in self._jobs.values())
 
     def outcome(self, job_id: str) -> JobOutcome | None:
         """The job's outcome, or ``None`` while it is still running.
@@ -163,12 +220,30 @@ class JobRunner:
         assert job.outcome is not None
         return job.outcome
 
+    def on_job_done(self, listener: JobDoneListener) -> Callable[[], None]:
+        """Call ``listener(job_id, notice)`` for every job that settles unreported; return its remover."""
+        key = next(self._listener_keys)
+        self._listeners[key] = listener
+
+        def remove() -> None:
+            self._listeners.pop(key, None)
+
+        return remove
+
+    def cancel_all(self, reason: str = JOB_KILL_REASON) -> None:
+        """Kill every live job now, without waiting (``aclose`` waits); no completion notice follows."""
+        for job in self._jobs.values():
+            if job.outcome is None:
+                # Nobody is left to read a notice for a job torn down with its owner.
+                job.reported = True
+                job.stopping = True
+                job.controller.cancel(reason)
+
     async def aclose(self) -> None:
         """Kill every live job and wait until each settled, shielded and bounded. Later ``start`` calls raise."""
         self._closed = True
         live = [job for job in self._jobs.values() if job.outcome is None]
-        for job in live:
-            job.controller.cancel(JOB_KILL_REASON)
+        self.cancel_all()
         with anyio.move_on_after(JOBS_CLOSE_TIMEOUT_S, shield=True) as scope:
             for job in live:
                 await job.settled.wait()
@@ -176,63 +251,44 @@ class JobRunner:
             logger.warning("subagent-host: background jobs did not settle within %ss of closing", JOBS_CLOSE_TIMEOUT_S)
 
     def _job(self, job_id: str) -> _Job:
+        if not job_id:
+            raise SubagentHostError(_EMPTY_JOB_ID)
         job = self._jobs.get(job_id)
         if job is None:
             raise JobNotFoundError(_UNKNOWN_JOB.format(job_id=job_id))
         return job
 
-    async def _run_job(self, job: _Job, starter: JobStarter) -> None:
+    async def _run_job(self, job: _Job, starter: JobStarter, timeout_ms: float | None) -> None:
+        outcome: JobOutcome | None = None
         try:
-            job.outcome = await settle_job_start(_start(starter, job), job.controller.signal)
+            async with deadline(job.controller.signal, timeout_ms or 0, JOB_TIMEOUT_CODE) as signal:
+                outcome = await settle_job_start(_start(starter, signal), signal)
+            if timeout_ms is not None and timeout_of(signal, JOB_TIMEOUT_CODE) is not None:
+                outcome = JobOutcome("failed", detail=_TIMED_OUT.format(ms=format_ms(timeout_ms)))
         except Exception as exc:  # containment boundary: a job body never takes the owner's task group down
             logger.exception("subagent-host: background job %s failed unexpectedly", job.id)
-            job.outcome = JobOutcome("failed", detail=describe_error(exc))
+            outcome = JobOutcome("failed", detail=describe_error(exc))
         finally:
-            if job.outcome is None:
-                job.outcome = JobOutcome("killed")
+            job.outcome = outcome if outcome is not None else JobOutcome("killed")
+            if job.waiters:
+                job.reported = True
             job.settled.set()
+        if not job.reported:
+            self._announce(job)
+
+    def _announce(self, job: _Job) -> None:
+        notice = _COMPLETION_NOTICE.format(job_id=job.id, kind=job.kind, label=job.label, status_line=job.status_line())
+        for listener in list(self._listeners.values()):
+            try:
+                listener(job.id, notice)
+            except Exception:  # containment boundary: a listener never changes a settled job
+                logger.exception("subagent-host: job completion listener failed for %s", job.id)
 
 
-async def _start(starter: JobStarter, job: _Job) -> SubagentRun:
-    return await starter(job.controller.signal, job.on_frame)
+async def _start(starter: JobStarter, signal: CancelSignal) -> SubagentRun:
+    return await starter(signal, _ignore_frame)
 
 
-class _JobIdArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    job_id: Annotated[StrictStr, Field(min_length=1, description="The id returned when the job was started.")]
-
-
-def _render_text(_arguments: JsonValue, value: str) -> list[ContentBlock]:
-    return [{"type": "text", "text": value}]
-
-
-_TEXT_OUTPUT: Final = ToolOutput(TypeAdapter(str), _render_text)
-
-
-def create_job_tools(jobs: Callable[[], JobRunner | None]) -> Mapping[str, ToolDefinition]:
-    """Build ``job_output`` and ``job_kill`` over the runner ``jobs()`` returns (read at call time).
-
-    Raises (from the tools):
-        JobNotFoundError: an unknown job id.
-        SubagentHostError: no job runner (``background jobs unavailable``).
-    """
-
-    def runner() -> JobRunner:
-        current = jobs()
-        if current is None:
-            raise SubagentHostError(BACKGROUND_JOBS_UNAVAILABLE)
-        return current
-
-    async def job_output(args: _JobIdArgs, _ctx: ToolRunContext) -> JsonValue:
-        return runner().output(args.job_id)
-
-    async def job_kill(args: _JobIdArgs, _ctx: ToolRunContext) -> JsonValue:
-        return runner().kill(args.job_id)
-
-    return {
-        JOB_OUTPUT_TOOL_NAME: define_tool(
-            JOB_OUTPUT_TOOL_NAME, _JOB_OUTPUT_DESCRIPTION, _JobIdArgs, _TEXT_OUTPUT, job_output
-        ),
-        JOB_KILL_TOOL_NAME: define_tool(JOB_KILL_TOOL_NAME, _JOB_KILL_DESCRIPTION, _JobIdArgs, _TEXT_OUTPUT, job_kill),
-    }
+def _ignore_frame(_frame: StreamFrame) -> None:
+    # A job is final-output only: its answer is read once it settled.
+    return None

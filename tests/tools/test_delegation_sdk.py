@@ -48,7 +48,7 @@ async def test_background_job_disposed_by_the_child_is_a_failure_with_its_diagno
         "aborted; diagnostic: Subagent failure (provider: DSH SDK; stage: session-run; category: child-disposed)"
     )
     assert text_of(report) == (
-        "[status: failed, aborted; diagnostic: Subagent failure (provider: DSH SDK; stage: session-run; "
-        "category: child-disposed)]"
+        "(no new output)\n[status: failed, aborted; diagnostic: Subagent failure (provider: DSH SDK; "
+        "stage: session-run; category: child-disposed)]"
     )
     assert_snapshot("tools", "job_output_sdk_failed", report.to_json())

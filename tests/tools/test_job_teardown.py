@@ -63,10 +63,11 @@ async def test_background_jobs_map_every_acp_stop_reason_to_the_exact_status_lin
             await host.wait_job(job_id)
             report = await host.execute("job_output", {"job_id": job_id}, signal=signal)
     # Partial output of a failed or killed job is not reported.
+    expected = "(no new output)\n" + status_line
     assert report.to_json() == {
         "is_error": False,
-        "value": status_line,
-        "content": [{"type": "text", "text": status_line}],
+        "value": expected,
+        "content": [{"type": "text", "text": expected}],
     }
     assert_snapshot("tools", f"job_output_acp_{stop}", report.to_json())
 
@@ -81,8 +82,8 @@ async def test_a_background_sdk_child_error_shows_the_spec_status_line(tmp_path:
             await host.wait_job(job_id)
             report = await host.execute("job_output", {"job_id": job_id}, signal=signal)
     assert text_of(report) == (
-        "[status: failed, error; diagnostic: Subagent failure (provider: DSH SDK; stage: session-run; "
-        "category: child-error)]"
+        "(no new output)\n[status: failed, error; diagnostic: Subagent failure (provider: DSH SDK; "
+        "stage: session-run; category: child-error)]"
     )
 
 
@@ -110,7 +111,7 @@ async def test_a_killed_job_is_disposed_before_its_outcome_is_reported(tmp_path:
             report = await host.execute("job_output", {"job_id": job_id}, signal=signal)
     assert outcome == JobOutcome("killed")
     assert alive == [] and grandchild_gone
-    assert text_of(report) == "[status: killed]"
+    assert text_of(report) == "(no new output)\n[status: killed]"
 
 
 @pytest.mark.parametrize(
