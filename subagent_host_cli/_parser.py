@@ -26,8 +26,10 @@ exit status:
   3    refusal
   4    max-tokens
   124  the entry's timeout_ms (or --timeout-ms) expired; the child was torn down
-  129  SIGHUP    130  SIGINT    143  SIGTERM  (the result is printed at once, then the child is torn down)
+  129  SIGHUP  (like SIGINT and SIGTERM: the result is printed at once, then the child is torn down)
+  130  SIGINT
   141  stdout was closed or broken
+  143  SIGTERM
 
 config lookup: --config, $SUBAGENT_HOST_CONFIG (must exist), ./subagent-host.toml then each parent directory,
 the user config file (config.toml in the user config dir), then the built-in echo provider.

@@ -7,8 +7,6 @@ status: ``run`` (``_run``), ``providers`` (``_providers``) and ``check`` (``_che
 from __future__ import annotations
 
 import argparse
-import signal
-from typing import Protocol
 
 import anyio
 
@@ -17,21 +15,9 @@ from host.cli._logs import install_logging
 from host.cli._output import Output
 from host.cli._providers import list_providers
 from host.cli._run import run_task
+from host.cli._support import RecordedSignals
 
 __all__ = ["run_command"]
-
-
-class RecordedSignals(Protocol):
-    """The console entry's early signal recorder."""
-
-    @property
-    def first(self) -> signal.Signals | None:
-        """The first SIGINT, SIGTERM or SIGHUP received so far."""
-        ...
-
-    def reinstall(self) -> None:
-        """Put the recorder back after an event loop's receiver restored the default handlers."""
-        ...
 
 
 def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
@@ -50,5 +36,5 @@ async def _dispatch(args: argparse.Namespace, received: RecordedSignals) -> int:
     if args.command == "providers":
         return list_providers(args, output)
     if args.command == "check":
-        return await check_providers(args, received.first, output)
-    return await run_task(args, received.first, output)
+        return await check_providers(args, received, output)
+    return await run_task(args, received, output)

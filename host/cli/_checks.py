@@ -13,13 +13,20 @@ from host._exceptions import ConfigError
 from host.cli._hints import hints_for
 from host.cli._output import Output, neutralise
 from host.cli._select import UsageError, config_error_text, load, workspace
-from host.cli._support import EXIT_BY_SIGNAL, HANDLED_SIGNALS, json_line, usage_failure, watch_signals
+from host.cli._support import (
+    EXIT_BY_SIGNAL,
+    HANDLED_SIGNALS,
+    RecordedSignals,
+    json_line,
+    usage_failure,
+    watch_signals,
+)
 from host.config import EntryConfig
 
 __all__ = ["check_providers"]
 
 
-async def check_providers(args: argparse.Namespace, first_signal: signal.Signals | None, output: Output) -> int:
+async def check_providers(args: argparse.Namespace, recorder: RecordedSignals, output: Output) -> int:
     """Check the named entries (default: all) one after the other and print what each showed."""
     try:
         config = load(args.config, output)
@@ -36,7 +43,7 @@ async def check_providers(args: argparse.Namespace, first_signal: signal.Signals
     except UsageError as exc:
         return usage_failure(output, str(exc), as_json=args.json)
     reports: list[CheckReport] = []
-    received: list[signal.Signals] = [first_signal] if first_signal is not None else []
+    received: list[signal.Signals] = [recorder.first] if recorder.first is not None else []
     with anyio.open_signal_receiver(*HANDLED_SIGNALS) as signals:
         async with anyio.create_task_group() as group:
             checks = anyio.CancelScope()
@@ -56,6 +63,9 @@ async def check_providers(args: argparse.Namespace, first_signal: signal.Signals
             _print(reports, {entry.name: entry for entry in entries}, output, as_json=args.json)
             await output.drain()
             group.cancel_scope.cancel()
+    # The receiver restored the default handlers: from now on a late or repeated signal is only recorded, so it
+    # cannot kill the process before it exits with the status already decided.
+    recorder.reinstall()
     output.finish()
     if received:
         return EXIT_BY_SIGNAL[received[0]]

@@ -26,6 +26,7 @@ from host.cli._support import (
     EXIT_BROKEN_STDOUT,
     EXIT_BY_SIGNAL,
     HANDLED_SIGNALS,
+    RecordedSignals,
     exit_of_stop_reason,
     json_line,
     usage_failure,
@@ -40,6 +41,7 @@ from host.tools import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT,
 __all__ = ["EXIT_TIMEOUT", "run_task"]
 
 EXIT_TIMEOUT: Final = 124
+_SIGNALLED_DRAIN_S: Final = 2.0
 
 
 @dataclass(slots=True)
@@ -154,7 +156,7 @@ class _Invocation:
         return exit_of_stop_reason(self.result.stop_reason)
 
 
-async def run_task(args: argparse.Namespace, first_signal: signal.Signals | None, output: Output) -> int:
+async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: Output) -> int:
     """Run ``args.task`` on the chosen provider and print the result; return the exit status."""
     try:
         config = load(args.config, output)
@@ -174,13 +176,14 @@ async def run_task(args: argparse.Namespace, first_signal: signal.Signals | None
     # A grandchild that setsid()-s away from a child that then exits escapes the teardown's process-group and
     # psutil snapshot; as the subreaper the CLI adopts it and sweeps it before exiting.
     adopt_orphans()
-    drain = anyio.CancelScope()
+    draining: list[anyio.CancelScope] = []
 
     def on_signal(received: signal.Signals) -> None:
         if invocation.received is None:
             invocation.received = received
             controller.cancel(f"received {received.name}")
-        drain.cancel()  # a signal while stdout blocks must still end the command
+        for scope in draining:
+            scope.cancel()  # a signal while stdout blocks must still end the command
 
     def on_broken() -> None:
         nonlocal broken
@@ -191,8 +194,8 @@ async def run_task(args: argparse.Namespace, first_signal: signal.Signals | None
         async with anyio.create_task_group() as watchers:
             watchers.start_soon(output.pump)
             watchers.start_soon(watch_signals, signals, on_signal)
-            if first_signal is not None:
-                on_signal(first_signal)
+            if recorder.first is not None:
+                on_signal(recorder.first)
             output.on_broken = on_broken
             watchers.start_soon(status.tick)
             if not controller.signal.cancelled:
@@ -213,9 +216,16 @@ async def run_task(args: argparse.Namespace, first_signal: signal.Signals | None
                     output.out(json_line({"error": message}, terminal=output.stdout_tty))
             elif not broken:
                 invocation.report(tool_result)
-            with drain:
+            with anyio.CancelScope() as drain:
+                draining.append(drain)
+                if invocation.received is not None:
+                    # Interrupted: the result gets a short, bounded chance to reach a stdout nobody may be reading.
+                    drain.deadline = anyio.current_time() + _SIGNALLED_DRAIN_S
                 await output.drain()
             watchers.cancel_scope.cancel()
+    # The receiver restored the default handlers: from now on a late or repeated signal is only recorded, so it
+    # cannot kill the process before it exits with the status already decided.
+    recorder.reinstall()
     output.finish()
     if invocation.received is None and (broken or output.broken):
         return EXIT_BROKEN_STDOUT

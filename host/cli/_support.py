@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from host.cli._output import Output
 
@@ -14,6 +14,7 @@ __all__ = [
     "EXIT_BY_SIGNAL",
     "EXIT_USAGE",
     "HANDLED_SIGNALS",
+    "RecordedSignals",
     "exit_of_stop_reason",
     "json_line",
     "usage_failure",
@@ -26,6 +27,19 @@ EXIT_BROKEN_STDOUT: Final = 141
 HANDLED_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_BY_SIGNAL: Final = {signal.SIGHUP: 129, signal.SIGINT: 130, signal.SIGTERM: 143}
 _EXIT_BY_STOP_REASON: Final[dict[str, int]] = {"completed": 0, "refusal": 3, "max-tokens": 4}
+
+
+class RecordedSignals(Protocol):
+    """The console entry's early signal recorder."""
+
+    @property
+    def first(self) -> signal.Signals | None:
+        """The first SIGINT, SIGTERM or SIGHUP received so far."""
+        ...
+
+    def reinstall(self) -> None:
+        """Put the recorder back after an event loop's receiver restored the default handlers."""
+        ...
 
 
 def exit_of_stop_reason(stop_reason: str) -> int:

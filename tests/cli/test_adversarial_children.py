@@ -144,7 +144,7 @@ _TRANSPORT = F + "stage: prompt; category: transport)"
         ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":["end_turn"]}}', 1, "error", _UNKNOWN),
         ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"SECRET_TOKEN /private/path"}}', 1, "error", _UNKNOWN),
         ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"end_turn","x":1e400}}', 0, "completed", None),
-        ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"max_tokens","x":-1e400}}', 1, "max-tokens", None),
+        ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"max_tokens","x":-1e400}}', 4, "max-tokens", None),
         ('{"jsonrpc":"2.0","id":ID,"error":"SECRET_TOKEN"}', 1, "error", _TRANSPORT),
         ('{"jsonrpc":"2.0","id":ID,"error":{"code":-32000.0,"message":"/private/path"}}', 1, "error", _TRANSPORT),
         ('{"jsonrpc":"2.0","id":ID,"error":{"code":true}}', 1, "error", _TRANSPORT),
@@ -184,7 +184,12 @@ async def test_a_child_that_closes_its_stdin_and_hangs_ends_on_the_timeout(tmp_p
     status, data = await _run(tmp_path, "close_stdin_at_prompt", timeout_ms=800)
     assert (status, data) == (
         124,
-        {**_run_object("aborted", "partial"), "error_code": "TOOL_TIMEOUT", "error": "tool call timed out after 800ms"},
+        {
+            **_run_object("aborted", "partial"),
+            "error_code": "TOOL_TIMEOUT",
+            "error": "tool call timed out after 800ms",
+            "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
+        },
     )
 
 
@@ -193,7 +198,12 @@ async def test_a_child_that_never_reads_stdin_cannot_block_our_prompt_write_past
     status, data = await _run(tmp_path, "never_read_stdin", task="t" * 120_000, timeout_ms=800)
     assert (status, data) == (
         124,
-        {**_run_object("aborted", None), "error_code": "TOOL_TIMEOUT", "error": "tool call timed out after 800ms"},
+        {
+            **_run_object("aborted", None),
+            "error_code": "TOOL_TIMEOUT",
+            "error": "tool call timed out after 800ms",
+            "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
+        },
     )
 
 
@@ -201,7 +211,12 @@ async def test_a_child_flooding_requests_without_reading_ends_on_the_timeout(tmp
     status, data = await _run(tmp_path, "flood_requests", timeout_ms=800)
     assert (status, data) == (
         124,
-        {**_run_object("aborted", None), "error_code": "TOOL_TIMEOUT", "error": "tool call timed out after 800ms"},
+        {
+            **_run_object("aborted", None),
+            "error_code": "TOOL_TIMEOUT",
+            "error": "tool call timed out after 800ms",
+            "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
+        },
     )
 
 

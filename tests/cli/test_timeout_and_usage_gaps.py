@@ -43,6 +43,7 @@ async def test_json_timeout_tears_down_a_cancel_ignoring_sigterm_trapping_child_
         "output": [{"type": "text", "text": "partial"}],
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 1500ms",
+        "hints": ["providers.acp timeout_ms = 1500; raise it or pass --timeout-ms N"],
     }
     assert is_gone(int(pid_file.read_text()))
 
@@ -55,7 +56,9 @@ async def test_text_mode_timeout_prints_the_partial_output_and_the_timeout_line(
         done = await run_cli("--config", str(config), "x", cwd=tmp_path)
     assert done.returncode == 124
     assert done.stdout.decode() == "partial\n"
-    assert done.stderr.decode().endswith("tool call timed out after 1500ms\n")
+    assert done.stderr.decode().endswith(
+        "tool call timed out after 1500ms\nhint: providers.acp timeout_ms = 1500; raise it or pass --timeout-ms N\n"
+    )
 
 
 async def test_json_timeout_during_startup_exits_124_with_the_timeout_fields(tmp_path: Path) -> None:
