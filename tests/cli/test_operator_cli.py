@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,7 +148,7 @@ def test_relative_command_and_cwd_resolve_against_the_config_file(tmp_path: Path
     agent = project / "bin" / "agent"
     agent.write_text(f"#!/bin/sh\nexec {acp_entry()['command']} {acp_entry()['args'][0]}\n", encoding="utf-8")
     agent.chmod(0o755)
-    entry = {**acp_entry(MOCK_ECHO_CWD="1"), "command": "bin/agent", "args": [], "cwd": "work"}
+    entry: dict[str, Any] = {**acp_entry(MOCK_ECHO_CWD="1"), "command": "bin/agent", "args": [], "cwd": "work"}
     config = write_config(project, {"acp": entry})
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
