@@ -320,3 +320,16 @@ def test_the_built_in_echo_ignores_mock_and_fake_variables(tmp_path: Path) -> No
     env = script_env(tmp_path, MOCK_SERVER_URL="http://x", MOCK_TEXT="no", FAKE_TEXT="no")
     done = run_script("run", "hello", cwd=tmp_path, env=env)
     assert (done.returncode, done.stdout) == (0, b"hello\n")
+
+
+def test_check_runs_the_dsh_sdk_initialize(tmp_path: Path) -> None:
+    from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
+
+    entry = {"kind": "dsh-sdk", "command": PYTHON, "args": [str(FAKE_DSH_RUNTIME)], "dispose_grace_ms": 300}
+    config = write_config(tmp_path, {"sdk": entry})
+    done = run_script("check", "--config", str(config), "--json", cwd=tmp_path, env=script_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    (report,) = one_json_object(done.stdout)["checks"]
+    assert report["ok"] is True and report["kind"] == "dsh-sdk"
+    assert set(report["timings_ms"]) == {"spawn", "initialize", "teardown"}
+    assert isinstance(report["agent_name"], str) and isinstance(report["agent_version"], str)
