@@ -123,7 +123,7 @@ class Host:
         """
         if config is None or isinstance(config, str | os.PathLike):
             config = load_config(config)
-        elif not isinstance(config, HostConfig):
+        elif not isinstance(config, HostConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"Host.open takes a HostConfig, a path or None, not {type(config).__name__}")
         parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
         async with anyio.create_task_group() as task_group:
