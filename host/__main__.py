@@ -1,8 +1,8 @@
-"""``python -m host``: the ``subagent-host`` command line (see ``host._cli``)."""
+"""``python -m host``: the ``subagent-host`` command line (see ``subagent_host_cli``)."""
 
 from __future__ import annotations
 
-from host._cli import main
+from subagent_host_cli import main
 
 if __name__ == "__main__":
     main()

@@ -45,6 +45,8 @@ from host.tools import (
 __all__ = ["CALLS_CLOSE_TIMEOUT_S", "HOST_CLOSED_REASON", "Host"]
 
 logger = logging.getLogger(__name__)
+# An embedding application that configures no logging must not get the host's raw causes on its stderr.
+logging.getLogger("host").addHandler(logging.NullHandler())
 
 HOST_CLOSED_REASON: Final = "subagent host closed"
 """The cancel reason of calls still outstanding when the host closes."""
@@ -121,7 +123,7 @@ class Host:
     @asynccontextmanager
     async def open(
         cls,
-        config: HostConfig | None = None,
+        config: HostConfig | str | os.PathLike[str] | None = None,
         *,
         parent_cwd: str | ParentCwdOf | None = None,
         state_dir: str | os.PathLike[str] | None = None,
@@ -130,17 +132,20 @@ class Host:
         """Open a host over ``config`` (``None``: the ``load_config()`` lookup order); close it on exit.
 
         Args:
-            config: the loaded configuration.
+            config: the loaded configuration, a config file path, or ``None`` for the lookup order.
             parent_cwd: the parent session's working directory, or a function of a call's ``agent`` token that
                 returns it (``None`` when unknown).
             state_dir: record every run under ``<state_dir>/runs/`` (``None``: no run is written to disk).
             on_record: observes every run record as it is emitted (also without ``state_dir``).
 
         Raises:
-            ConfigError: ``config`` is ``None`` and loading the config failed.
+            ConfigError: loading the config (a path, or the lookup order) failed.
+            TypeError: ``config`` is none of these.
         """
-        if config is None:
-            config = load_config()
+        if config is None or isinstance(config, str | os.PathLike):
+            config = load_config(config)
+        elif not isinstance(config, HostConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"Host.open takes a HostConfig, a path or None, not {type(config).__name__}")
         parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
         recording = (
             RunRecording(
@@ -209,8 +214,11 @@ class Host:
 
         Raises:
             SubagentHostError: the host is closed.
+            TypeError: ``signal`` is not a ``CancelSignal`` (raised before anything is registered).
             ValueError: ``hooks`` were given with a ``call_id`` already in use.
         """
+        if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"execute() needs signal=CancelSignal, not {type(signal).__name__}")
         if self._closed:
             raise SubagentHostError(_CLOSED_MESSAGE)
         if call_id is None:

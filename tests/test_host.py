@@ -10,6 +10,7 @@ import pytest
 
 from host import CancelController, Host, HostConfig, SubagentHostError, ToolResult
 from host.config import parse_config
+from host.tools._delegation import USAGE_TEXT
 from tests.acp_provider._helpers import wait_for_file
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
 
@@ -48,7 +49,7 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
     assert [(name, provider.kind) for name, provider in providers.items()] == [("acp", "acp"), ("dsh-sdk", "dsh-sdk")]
     assert all(set(tool) == {"name", "description", "parameters"} for tool in tools)
     by_name = {tool["name"]: tool for tool in tools}
-    assert by_name["delegate_dsh_sdk"]["description"] == "The DSH child."
+    assert by_name["delegate_dsh_sdk"]["description"] == "The DSH child. " + USAGE_TEXT
     default = by_name["delegate_acp"]["description"]
     assert "ACP agent" in default and "python" in default and PYTHON not in default
     assert set(by_name["delegate_acp"]["parameters"]["properties"]) == {"task", "label", "run_in_background"}

@@ -1,27 +1,23 @@
 """Host configuration: TOML loading, the lookup order, the built-in ``echo`` default, per-kind entry validation.
 
-``load_config`` returns a frozen ``HostConfig`` whose entries are fully validated (env expanded, cwd absolute) or
-raises ``ConfigError`` with the spec's exact message; nothing here spawns or reads a child.
+``load_config`` returns a frozen ``HostConfig`` whose entries are fully validated (env expanded, cwd absolute; an
+entry needing an unset variable is set aside in ``unresolved``) or raises ``ConfigError`` with the spec's exact
+message; nothing here spawns or reads a child.
 """
 
 from __future__ import annotations
 
 from host.config._env_refs import expand_env_references
-from host.config._loader import (
-    BUILTIN_DESCRIPTION,
-    BUILTIN_SOURCE,
-    CONFIG_ENV_VAR,
-    DEFAULT_CONFIG_FILENAME,
-    builtin_config,
-    load_config,
-    parse_config,
-)
+from host.config._loader import BUILTIN_DESCRIPTION, BUILTIN_SOURCE, builtin_config, load_config, parse_config
+from host.config._lookup import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILENAME, user_config_file
 from host.config._models import (
     DEFAULT_KEEP_RUNS,
     AcpEntryConfig,
     EntryConfig,
     HostConfig,
+    InheritEnv,
     SdkEntryConfig,
+    UnresolvedEntry,
     delegation_tool_name,
 )
 
@@ -34,10 +30,13 @@ __all__ = [
     "AcpEntryConfig",
     "EntryConfig",
     "HostConfig",
+    "InheritEnv",
     "SdkEntryConfig",
+    "UnresolvedEntry",
     "builtin_config",
     "delegation_tool_name",
     "expand_env_references",
     "load_config",
     "parse_config",
+    "user_config_file",
 ]

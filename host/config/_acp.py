@@ -17,7 +17,7 @@ __all__ = ["ACP_PREFIX", "validate_acp_entry"]
 
 ACP_PREFIX: Final = "subagent-acp: "
 
-_ACP_KEYS: Final = _rules.SHARED_KEYS | {"permission"}
+_ACP_KEYS: Final = _rules.SHARED_KEYS | {"permission", "initialize_timeout_ms"}
 
 
 def validate_acp_entry(
@@ -28,18 +28,19 @@ def validate_acp_entry(
     Args:
         name: The entry's table key under ``[providers]``.
         table: The entry as TOML (or the Python API) gave it.
-        base_dir: The host's working directory at load time; a relative ``cwd`` resolves against it.
+        base_dir: The config file's directory; a relative ``cwd`` and a ``command`` with a slash resolve against it.
         environ: The unscrubbed host environment for ``${NAME}`` references.
 
     Raises:
         ConfigError: The first failed check, with the spec's message.
     """
     prefix = ACP_PREFIX
-    launch = _rules.check_launch(table, _ACP_KEYS, prefix, environ)
+    launch = _rules.check_launch(table, _ACP_KEYS, prefix, environ, base_dir)
     permission = _check_permission(table, prefix)
     limit = _rules.MAX_TIMER_DELAY_MS
     eof_grace = _rules.check_positive_ms(table, "dispose_eof_grace_ms", 6000.0, prefix, limit=limit)
     grace = _rules.check_positive_ms(table, "dispose_grace_ms", 3000.0, prefix, limit=limit)
+    initialize_timeout = _rules.check_positive_ms(table, "initialize_timeout_ms", 60000.0, prefix, limit=limit)
     timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=limit)
     placement = _rules.check_placement(table, prefix, base_dir)
     return AcpEntryConfig(
@@ -49,6 +50,7 @@ def validate_acp_entry(
         permission=permission,
         dispose_eof_grace_ms=eof_grace,
         dispose_grace_ms=grace,
+        initialize_timeout_ms=initialize_timeout,
         timeout_ms=timeout,
     )
 

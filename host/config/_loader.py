@@ -1,8 +1,8 @@
-"""Finding, reading and validating the host's TOML config.
+"""Reading and validating the host's TOML config, found by the lookup order of ``_lookup``.
 
-Lookup order: the explicit path (``--config``), then ``$SUBAGENT_HOST_CONFIG``, then ``./subagent-host.toml`` in
-the working directory, then the built-in ``echo`` entry. Every failure is a ``ConfigError``; a relative path or
-config ``cwd`` resolves against the host's working directory at load time.
+Every failure is a ``ConfigError``. A relative config path resolves against the working directory; inside the file,
+a relative ``cwd`` and a ``command`` holding a slash resolve against the file's directory. An entry whose ``env``
+names an unset host variable fails only when it is used (``HostConfig.unresolved``).
 """
 
 from __future__ import annotations
@@ -11,14 +11,22 @@ import logging
 import os
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Final, cast
 
 from host._exceptions import ConfigError
 from host.config._acp import validate_acp_entry
-from host.config._models import DEFAULT_KEEP_RUNS, AcpEntryConfig, EntryConfig, HostConfig, delegation_tool_name
+from host.config._lookup import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILENAME, find_config
+from host.config._models import (
+    DEFAULT_KEEP_RUNS,
+    AcpEntryConfig,
+    EntryConfig,
+    HostConfig,
+    UnresolvedEntry,
+    delegation_tool_name,
+)
 from host.config._sdk import validate_sdk_entry
 
 __all__ = [
@@ -33,10 +41,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CONFIG_ENV_VAR: Final = "SUBAGENT_HOST_CONFIG"
-"""Names the config file when no explicit path is given (lookup step 2)."""
-DEFAULT_CONFIG_FILENAME: Final = "subagent-host.toml"
-"""Looked up in the working directory when neither an explicit path nor the variable is set (lookup step 3)."""
 BUILTIN_SOURCE: Final = "<built-in>"
 """``HostConfig.source`` of the built-in default."""
 BUILTIN_DESCRIPTION: Final = "Built-in echo ACP agent (answers with the task text); for trying subagent-host out"
@@ -55,8 +59,8 @@ def load_config(
 
     Args:
         path: An explicit config file (``--config``); wins over every other source.
-        cwd: The host's working directory at load time (default ``os.getcwd()``). Relative paths and relative
-            entry ``cwd`` values resolve against it.
+        cwd: The host's working directory at load time (default ``os.getcwd()``): the lookup starts there and a
+            relative ``path`` resolves against it.
         environ: The unscrubbed host environment (default ``os.environ``): ``$SUBAGENT_HOST_CONFIG`` and
             ``${NAME}`` references are read from it.
 
@@ -65,12 +69,14 @@ def load_config(
     """
     environ = os.environ if environ is None else environ
     base_dir = os.path.abspath(os.getcwd() if cwd is None else cwd)
-    config_path = _find_config_file(path, base_dir=base_dir, environ=environ)
+    lookup = find_config(path, base_dir=base_dir, environ=environ)
+    config_path = lookup.path
     if config_path is None:
         logger.debug("no config file found; using the built-in default")
-        return builtin_config()
+        builtin = builtin_config()
+        return HostConfig(providers=builtin.providers, source=builtin.source, searched=lookup.searched)
     document = _read_toml(config_path)
-    config = parse_config(document, source=config_path, base_dir=base_dir, environ=environ)
+    config = parse_config(document, source=config_path, base_dir=os.path.dirname(config_path), environ=environ)
     logger.debug("loaded config from %s: providers %s", config_path, list(config.providers))
     return config
 
@@ -87,7 +93,8 @@ def parse_config(
     Args:
         document: The parsed TOML document, or a dict of the same shape.
         source: What to name the document in errors and in ``HostConfig.source``.
-        base_dir: The host's working directory at load time (default ``os.getcwd()``).
+        base_dir: Where relative entry paths resolve (``load_config`` passes the file's directory; default
+            ``os.getcwd()``).
         environ: The unscrubbed host environment (default ``os.environ``).
 
     Raises:
@@ -108,14 +115,24 @@ def parse_config(
     if not entries:
         raise ConfigError(f"{_HOST_PREFIX}{source} configures no providers")
     validated: dict[str, EntryConfig] = {}
+    unresolved: dict[str, UnresolvedEntry] = {}
     tool_owners: dict[str, str] = {}
     for name, table in entries.items():
         try:
-            validated[name] = _validate_entry(name, table, base_dir=base_dir, environ=environ)
+            # Validate the whole entry first with unset references read as "": only a clean entry may be deferred.
+            lenient = _RecordingEnviron(environ)
+            entry = _validate_entry(name, table, base_dir=base_dir, environ=lenient)
+            if lenient.missing:
+                error = _unset_error(name, table, base_dir=base_dir, environ=environ)
+                unresolved[name] = UnresolvedEntry(entry, tuple(lenient.missing), error)
+            else:
+                validated[name] = entry
         except ConfigError as exc:
             # The entry's messages are pinned by the spec and do not name the entry: carry it alongside.
             exc.provider, exc.source = name, source
             raise
+        if name in unresolved:
+            unresolved[name].error.provider, unresolved[name].error.source = name, source
         tool = delegation_tool_name(name)
         if tool in tool_owners:
             first = tool_owners[tool]
@@ -123,7 +140,12 @@ def parse_config(
                 f'{_HOST_PREFIX}providers.{first} and providers.{name} would both register the tool "{tool}"'
             )
         tool_owners[tool] = name
-    return HostConfig(providers=MappingProxyType(validated), source=source, keep_runs=keep_runs)
+    return HostConfig(
+        providers=MappingProxyType(validated),
+        source=source,
+        keep_runs=keep_runs,
+        unresolved=MappingProxyType(unresolved),
+    )
 
 
 def _validate_host_table(table: object) -> int:
@@ -150,15 +172,35 @@ def builtin_config() -> HostConfig:
     return HostConfig(providers=MappingProxyType({"echo": entry}), source=BUILTIN_SOURCE)
 
 
-def _find_config_file(path: str | os.PathLike[str] | None, *, base_dir: str, environ: Mapping[str, str]) -> str | None:
-    """The absolute path of the config file to load, or ``None`` for the built-in default."""
-    if path is not None:
-        return os.path.abspath(os.path.join(base_dir, os.fspath(path)))
-    from_env = environ.get(CONFIG_ENV_VAR)
-    if from_env:
-        return os.path.abspath(os.path.join(base_dir, from_env))
-    candidate = os.path.join(base_dir, DEFAULT_CONFIG_FILENAME)
-    return candidate if os.path.exists(candidate) else None
+class _RecordingEnviron(Mapping[str, str]):
+    """The host environment, where an unset name reads as ``""`` and is recorded in ``missing``."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.missing: list[str] = []
+
+    def __getitem__(self, name: str) -> str:
+        try:
+            return self._environ[name]
+        except KeyError:
+            if name not in self.missing:
+                self.missing.append(name)
+            return ""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+
+def _unset_error(name: str, table: object, *, base_dir: str, environ: Mapping[str, str]) -> ConfigError:
+    """The error that using an entry with an unset reference raises: today's message, for its first one."""
+    try:
+        _validate_entry(name, table, base_dir=base_dir, environ=environ)
+    except ConfigError as exc:
+        return exc
+    raise AssertionError("an entry with an unset reference validated against an empty environment")
 
 
 def _read_toml(config_path: str) -> dict[str, object]:

@@ -8,17 +8,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_KEEP_RUNS", "AcpEntryConfig", "EntryConfig", "HostConfig", "SdkEntryConfig", "delegation_tool_name"]
+from host._exceptions import ConfigError
+
+__all__ = [
+    "DEFAULT_KEEP_RUNS",
+    "AcpEntryConfig",
+    "EntryConfig",
+    "HostConfig",
+    "InheritEnv",
+    "SdkEntryConfig",
+    "UnresolvedEntry",
+    "delegation_tool_name",
+]
 
 DEFAULT_KEEP_RUNS = 1000
 """How many of the newest run records retention keeps unless ``[host] keep_runs`` says otherwise."""
 
 _NOT_TOOL_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]")
+
+InheritEnv = Literal["scrubbed", "minimal"]
+"""What a child inherits from the host environment: the scrubbed ambient environment, or only a short allowlist."""
 
 
 class AcpEntryConfig(BaseModel):
@@ -38,12 +53,16 @@ class AcpEntryConfig(BaseModel):
     """Absolute override of the parent session cwd, validated at load; ``None`` inherits the parent's."""
     env: dict[str, str] = {}
     """Explicit child variables with ``${NAME}`` references already expanded; merged after the ambient scrub."""
+    inherit_env: InheritEnv = "scrubbed"
+    """``"minimal"`` passes only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TERM, TMPDIR and TZ, plus ``env``."""
     permission: Literal["allow", "reject"] = "reject"
     """The unattended permission policy."""
     dispose_eof_grace_ms: float = 6000.0
     """Teardown ladder: how long the child may take to exit after stdin EOF."""
     dispose_grace_ms: float = 3000.0
     """Teardown ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
+    initialize_timeout_ms: float = 60000.0
+    """Handshake deadline covering ``initialize`` and ``session/new``."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""
     description: str | None = None
@@ -67,6 +86,8 @@ class SdkEntryConfig(BaseModel):
     """Absolute override of the parent session cwd, validated at load; ``None`` inherits the parent's."""
     env: dict[str, str] = {}
     """Explicit child variables with ``${NAME}`` references already expanded; merged after the ambient scrub."""
+    inherit_env: InheritEnv = "scrubbed"
+    """``"minimal"`` passes only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TERM, TMPDIR and TZ, plus ``env``."""
     provider: str = "deepseek-official"
     """The model provider sent in ``initialize``."""
     model: str = "deepseek-v4-flash"
@@ -92,15 +113,46 @@ EntryConfig = AcpEntryConfig | SdkEntryConfig
 
 
 @dataclass(frozen=True, slots=True)
+class UnresolvedEntry:
+    """An entry that validated but references unset host variables: it fails only when it is used."""
+
+    entry: EntryConfig
+    """The entry as validated, its unset references expanded to empty strings (never started)."""
+    missing: tuple[str, ...]
+    """The unset variable names, in reference order."""
+    error: ConfigError
+    """The ``ConfigError`` that using the entry raises (today's message, naming the first unset variable)."""
+
+
+@dataclass(frozen=True, slots=True)
 class HostConfig:
     """The loaded host configuration: provider entries in document order, and where they came from."""
 
     providers: Mapping[str, EntryConfig]
-    """Entries keyed by provider name, in document order."""
+    """Usable entries keyed by provider name, in document order."""
     source: str
     """The absolute path of the loaded file, or ``"<built-in>"``."""
     keep_runs: int = DEFAULT_KEEP_RUNS
     """``[host] keep_runs``: how many of the newest run records retention keeps."""
+    unresolved: Mapping[str, UnresolvedEntry] = field(default_factory=lambda: MappingProxyType({}))
+    """Entries that need an unset host variable; they register no tool and fail with their error when used."""
+    searched: tuple[str, ...] = ()
+    """For the built-in default loaded by the lookup: the places searched first (for the operator's notice)."""
+
+    def entry(self, name: str) -> EntryConfig:
+        """The usable entry ``name``.
+
+        Raises:
+            ConfigError: the entry references an unset host variable (today's message, naming it).
+            KeyError: no entry has that name.
+        """
+        if name in self.unresolved:
+            raise self.unresolved[name].error
+        return self.providers[name]
+
+    def entry_names(self) -> list[str]:
+        """Every configured entry name: the usable ones, then those needing an unset variable."""
+        return [*self.providers, *(name for name in self.unresolved if name not in self.providers)]
 
 
 def delegation_tool_name(entry_name: str) -> str:

@@ -14,6 +14,7 @@ from typing import Final, TypedDict, cast
 
 from host._exceptions import ConfigError, UnsetHostVariableError
 from host.config._env_refs import expand_env_references
+from host.config._models import InheritEnv
 
 __all__ = [
     "MAX_TIMER_DELAY_MS",
@@ -25,6 +26,7 @@ __all__ = [
     "check_cwd",
     "check_description",
     "check_env",
+    "check_inherit_env",
     "check_launch",
     "check_non_empty_string",
     "check_optional_positive_ms",
@@ -43,7 +45,18 @@ _MAX_SAFE_INTEGER: Final = 2**53 - 1
 _ANY_EXECUTE_BIT: Final = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 
 SHARED_KEYS: Final = frozenset(
-    {"kind", "command", "args", "cwd", "env", "dispose_eof_grace_ms", "dispose_grace_ms", "timeout_ms", "description"}
+    {
+        "kind",
+        "command",
+        "args",
+        "cwd",
+        "env",
+        "inherit_env",
+        "dispose_eof_grace_ms",
+        "dispose_grace_ms",
+        "timeout_ms",
+        "description",
+    }
 )
 """The keys both entry kinds accept; each kind adds its own."""
 
@@ -54,6 +67,7 @@ class Launch(TypedDict):
     command: str
     args: tuple[str, ...]
     env: dict[str, str]
+    inherit_env: InheritEnv
 
 
 class Placement(TypedDict):
@@ -64,13 +78,30 @@ class Placement(TypedDict):
 
 
 def check_launch(
-    table: Mapping[str, object], allowed: Collection[str], prefix: str, environ: Mapping[str, str]
+    table: Mapping[str, object], allowed: Collection[str], prefix: str, environ: Mapping[str, str], base_dir: str
 ) -> Launch:
-    """The first steps of both kinds: unknown keys, then ``command``, ``args`` and ``env``."""
+    """The first steps of both kinds: unknown keys, then ``command``, ``args``, ``env`` and ``inherit_env``.
+
+    A ``command`` holding a slash resolves against ``base_dir`` (the config file's directory); a bare name is
+    looked up on ``PATH`` when the child is spawned.
+    """
     reject_unknown_keys(table, allowed, prefix)
     command = check_command(table, prefix)
+    if "/" in command:
+        command = os.path.abspath(os.path.join(base_dir, command))
     args = check_args(table, prefix)
-    return Launch(command=command, args=args, env=check_env(table, prefix, environ))
+    env = check_env(table, prefix, environ)
+    return Launch(command=command, args=args, env=env, inherit_env=check_inherit_env(table, prefix))
+
+
+def check_inherit_env(table: Mapping[str, object], prefix: str) -> InheritEnv:
+    """``inherit_env``: ``"scrubbed"`` (the default) or ``"minimal"``."""
+    value = table.get("inherit_env", "scrubbed")
+    if value == "scrubbed":
+        return "scrubbed"
+    if value == "minimal":
+        return "minimal"
+    raise ConfigError(f'{prefix}inherit_env must be "scrubbed" or "minimal"')
 
 
 def check_placement(table: Mapping[str, object], prefix: str, base_dir: str) -> Placement:

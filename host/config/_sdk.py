@@ -41,7 +41,7 @@ def validate_sdk_entry(
         ConfigError: The first failed check, with the spec's message.
     """
     prefix = SDK_PREFIX
-    launch = _rules.check_launch(table, _SDK_KEYS, prefix, environ)
+    launch = _rules.check_launch(table, _SDK_KEYS, prefix, environ, base_dir)
     provider = _rules.check_non_empty_string(table, "provider", "deepseek-official", prefix)
     model = _rules.check_non_empty_string(table, "model", "deepseek-v4-flash", prefix)
     graces = {

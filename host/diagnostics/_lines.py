@@ -43,6 +43,7 @@ AcpCategory = Literal[
     "remote-limit",
     "unknown",
     "auth-required",
+    "timeout",
 ]
 AcpStopReasonFact = Literal["max_turn_requests", "unknown"]
 AcpToolKind = Literal[

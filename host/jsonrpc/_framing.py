@@ -59,7 +59,7 @@ def parse_line(line: bytes | bytearray) -> dict[str, Any] | None:
         value, end = _DECODER.raw_decode(text)
     except (ValueError, RecursionError):
         # JSONDecodeError and the NaN/Infinity refusal are ValueErrors; absurd nesting is a RecursionError.
-        logger.debug("skipping a %d-byte line that is not standard JSON", len(line))
+        logger.debug("skipping a %d-byte line that is not standard JSON: %r", len(line), line[:200])
         return None
     if end != len(text):
         logger.debug("skipping a %d-byte line with data after its JSON value", len(line))

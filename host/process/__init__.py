@@ -8,7 +8,7 @@ that owns its lifetime, like the CLI) adoption and sweeping of descendants a chi
 
 from __future__ import annotations
 
-from host.process._env import build_child_env, scrub_environment
+from host.process._env import MINIMAL_NAMES, build_child_env, is_scrubbed, scrub_environment, scrubbed_names
 from host.process._handle import ProcessHandle
 from host.process._keeper import hold_keeper, release_keeper
 from host.process._ladder import SharedTeardown, run_teardown_ladder
@@ -17,6 +17,7 @@ from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
 
 __all__ = [
+    "MINIMAL_NAMES",
     "ManagedProcess",
     "ProcessHandle",
     "ProcessOutcome",
@@ -24,9 +25,11 @@ __all__ = [
     "adopt_orphans",
     "build_child_env",
     "hold_keeper",
+    "is_scrubbed",
     "reap_orphans",
     "release_keeper",
     "run_teardown_ladder",
     "scrub_environment",
+    "scrubbed_names",
     "spawn_managed",
 ]

@@ -1,7 +1,9 @@
 """The child environment: the host's ambient variables minus credential-shaped names, then the explicit entries.
 
-Ambient names containing KEY, PASSWORD, SECRET or TOKEN (case-insensitive substring) or starting with ``DSH_``
-(case-insensitive) never reach a child unless configured explicitly; explicit entries always win.
+Ambient names containing KEY, PASSWORD, PASSWD, SECRET, TOKEN, CREDENTIAL or COOKIE (case-insensitive substring),
+ending in ``_PWD`` or ``_AUTH``, or starting with ``DSH_`` never reach a child unless configured explicitly
+(``PWD`` itself is kept). ``inherit="minimal"`` passes only a short allowlist of ambient names. Explicit entries
+always win.
 """
 
 from __future__ import annotations
@@ -9,39 +11,70 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Literal
 
-__all__ = ["build_child_env", "scrub_environment"]
+__all__ = ["MINIMAL_NAMES", "build_child_env", "is_scrubbed", "scrub_environment", "scrubbed_names"]
 
 # Substrings that mark an ambient variable name as credential-shaped (compared upper-cased).
-_CREDENTIAL_WORDS: Final = ("KEY", "PASSWORD", "SECRET", "TOKEN")
+_CREDENTIAL_WORDS: Final = ("KEY", "PASSWORD", "PASSWD", "SECRET", "TOKEN", "CREDENTIAL", "COOKIE")
+# Suffixes that mark a name as credential-shaped (MYSQL_PWD, NPM_CONFIG__AUTH); PWD alone is the working directory.
+_CREDENTIAL_SUFFIXES: Final = ("_PWD", "_AUTH")
 # Prefix of the host's own control variables, never inherited implicitly (compared upper-cased).
 _HOST_PREFIX: Final = "DSH_"
+
+MINIMAL_NAMES: Final = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR", "TZ"})
+"""The ambient names ``inherit_env = "minimal"`` passes (plus every ``LC_*``)."""
 
 
 # Cached by name: every spawn filters the same ambient names again, and the test is pure.
 @functools.lru_cache(maxsize=4096)
-def _is_scrubbed(name: str) -> bool:
+def is_scrubbed(name: str) -> bool:
+    """Whether the ambient scrub drops ``name``."""
     upper = name.upper()
-    return upper.startswith(_HOST_PREFIX) or any(word in upper for word in _CREDENTIAL_WORDS)
+    return (
+        upper.startswith(_HOST_PREFIX)
+        or upper.endswith(_CREDENTIAL_SUFFIXES)
+        or any(word in upper for word in _CREDENTIAL_WORDS)
+    )
 
 
-def scrub_environment(ambient: Mapping[str, str]) -> dict[str, str]:
-    """Return a copy of ``ambient`` without credential-shaped or ``DSH_*`` names.
+def _is_minimal(name: str) -> bool:
+    return name in MINIMAL_NAMES or name.startswith("LC_")
+
+
+def scrub_environment(
+    ambient: Mapping[str, str], *, inherit: Literal["scrubbed", "minimal"] = "scrubbed"
+) -> dict[str, str]:
+    """Return a copy of ``ambient`` without credential-shaped or ``DSH_*`` names (or only the minimal allowlist).
 
     Args:
         ambient: The host environment to filter (usually ``os.environ``).
+        inherit: ``"minimal"`` keeps only ``MINIMAL_NAMES`` and ``LC_*``.
     """
-    return {name: value for name, value in ambient.items() if not _is_scrubbed(name)}
+    if inherit == "minimal":
+        return {name: value for name, value in ambient.items() if _is_minimal(name)}
+    return {name: value for name, value in ambient.items() if not is_scrubbed(name)}
 
 
-def build_child_env(explicit: Mapping[str, str], ambient: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Build a child's environment: the scrubbed ambient environment with ``explicit`` set on top.
+def scrubbed_names(explicit: Mapping[str, str], ambient: Mapping[str, str] | None = None) -> list[str]:
+    """The ambient names the scrub removed that ``explicit`` does not pass back, sorted (names only, never values)."""
+    source = os.environ if ambient is None else ambient
+    return sorted(name for name in source if is_scrubbed(name) and name not in explicit)
+
+
+def build_child_env(
+    explicit: Mapping[str, str],
+    ambient: Mapping[str, str] | None = None,
+    *,
+    inherit: Literal["scrubbed", "minimal"] = "scrubbed",
+) -> dict[str, str]:
+    """Build a child's environment: the filtered ambient environment with ``explicit`` set on top.
 
     Args:
         explicit: Configured entries (already ``${NAME}``-expanded); they win even for credential-shaped names.
-        ambient: The environment to scrub; ``os.environ`` when ``None``.
+        ambient: The environment to filter; ``os.environ`` when ``None``.
+        inherit: The entry's ``inherit_env``.
     """
-    env = scrub_environment(os.environ if ambient is None else ambient)
+    env = scrub_environment(os.environ if ambient is None else ambient, inherit=inherit)
     env.update(explicit)
     return env

@@ -44,10 +44,14 @@ BACKGROUND_STARTED_TEXT: Final = "started background subagent job {job_id}"
 """What the model sees when a background job was started."""
 
 _KIND_NAMES: Final = {"acp": "ACP agent", "dsh-sdk": "DSH SDK runtime"}
-_DEFAULT_DESCRIPTION: Final = (
-    "Delegate a self-contained task to a fresh out-of-process {kind} ({command}) and return its final answer. "
+USAGE_TEXT: Final = (
     "The child does not see this conversation: put everything it needs in `task`. Set `run_in_background` to start "
     "a background job instead; read it with job_output and stop it with job_kill."
+)
+"""The standard usage text every delegation tool description ends with."""
+_DEFAULT_DESCRIPTION: Final = (
+    "Delegate a self-contained task to a fresh out-of-process {kind} ({command}) and return its final answer. "
+    + USAGE_TEXT
 )
 
 ParentCwdOf = Callable[[object | None], str | None]
@@ -116,6 +120,13 @@ def default_description(entry: EntryConfig) -> str:
     return _DEFAULT_DESCRIPTION.format(kind=_KIND_NAMES[entry.kind], command=os.path.basename(entry.command))
 
 
+def tool_description(entry: EntryConfig) -> str:
+    """The entry's ``description`` followed by the standard usage text (or the default when it has none)."""
+    if entry.description is None or not entry.description.strip():
+        return default_description(entry)
+    return f"{entry.description.rstrip()} {USAGE_TEXT}"
+
+
 def create_delegation_tool(
     provider: Provider,
     entry: EntryConfig,
@@ -154,7 +165,7 @@ def create_delegation_tool(
 
     return define_tool(
         delegation_tool_name(entry.name),
-        entry.description if entry.description is not None else default_description(entry),
+        tool_description(entry),
         DelegateArgs,
         _OUTPUT,
         delegate,

@@ -27,7 +27,7 @@ def load_entry(table: dict[str, object], *, base_dir: Path, environ: dict[str, s
     document: dict[str, object] = {
         "providers": {"acp": {"kind": "acp", "command": PYTHON, "args": [str(FAKE_ACP_AGENT)], **table}}
     }
-    entry = parse_config(document, base_dir=str(base_dir), environ=environ or {}).providers["acp"]
+    entry = parse_config(document, base_dir=str(base_dir), environ=environ or {}).entry("acp")
     assert isinstance(entry, AcpEntryConfig)
     return entry
 

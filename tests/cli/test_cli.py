@@ -103,6 +103,10 @@ async def test_json_startup_rejection_prints_the_safe_message(tmp_path: Path) ->
     assert data == {
         "provider": "acp",
         "error": "subagent-acp: Subagent failure (provider: ACP; stage: process; category: process-start)",
+        "hints": [
+            "/nonexistent/acp-agent-binary does not exist "
+            "(a command with a slash resolves against the config file's directory)"
+        ],
     }
     assert_snapshot("cli", "startup_rejection", data)
 
@@ -122,6 +126,7 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
         "output": [{"type": "text", "text": "partial"}],
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 300ms",
+        "hints": ["providers.acp timeout_ms = 300; raise it or pass --timeout-ms N"],
     }
     assert_snapshot("cli", "tool_timeout", data)
 

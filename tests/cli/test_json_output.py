@@ -45,13 +45,16 @@ async def test_json_object_of_every_acp_snapshot_scenario_is_the_result_plus_run
     tmp_path: Path,
 ) -> None:
     actual: dict[str, tuple[int, dict[str, Any]]] = {}
+    hints: dict[str, list[str]] = {}
     limiter = anyio.CapacityLimiter(4)
 
     async def one(name: str) -> None:
         config = _scenario_config(tmp_path, name)
         async with limiter:
             done = await run_cli("--config", str(config), "--json", "x", cwd=config.parent)
-        actual[name] = (done.returncode, json_of(done.stdout))
+        obj = json_of(done.stdout)
+        hints[name] = obj.pop("hints", [])
+        actual[name] = (done.returncode, obj)
 
     # Twenty-one CLI runs, each two interpreter cold starts, four at a time on a small CI box.
     with anyio.fail_after(120):
@@ -61,9 +64,14 @@ async def test_json_object_of_every_acp_snapshot_scenario_is_the_result_plus_run
     expected: dict[str, tuple[int, dict[str, Any]]] = {}
     for name in SCENARIOS:
         result = json.loads(snapshot_path("acp", name).read_text(encoding="utf-8"))
-        status = 0 if result["stop_reason"] == "completed" else 1
+        status = {"completed": 0, "refusal": 3, "max-tokens": 4}.get(result["stop_reason"], 1)
         expected[name] = (status, {"run_id": "<run_id>", "provider": "acp", **result})
     assert actual == expected
+    for name in SCENARIOS:
+        # A denial under the reject policy names its fix; no other scenario has a host-side hint.
+        denied = "policy: reject; request: " in actual[name][1].get("diagnostic", "") and "denied" in str(actual[name])
+        assert bool(hints[name]) == denied, (name, hints[name])
+        assert all("--permission allow" in hint for hint in hints[name])
     for name in SCENARIOS:
         assert_snapshot("acp", f"cli_{name}", actual[name][1])
 

@@ -157,6 +157,7 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
         "output": [],
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 300ms",
+        "hints": ["providers.dsh-sdk timeout_ms = 300; raise it or pass --timeout-ms N"],
     }
     assert_snapshot("sdk", "cli_tool_timeout", data)
 

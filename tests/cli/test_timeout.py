@@ -56,6 +56,7 @@ async def test_json_timeout_tears_down_a_cancel_ignoring_sigterm_trapping_child_
         "output": [{"type": "text", "text": "partial"}],
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 1500ms",
+        "hints": ["providers.acp timeout_ms = 1500; raise it or pass --timeout-ms N"],
     }
     assert is_gone(int(pid_file.read_text()))
 
@@ -68,7 +69,9 @@ async def test_text_mode_timeout_prints_the_partial_output_and_the_timeout_line(
         done = await run_cli("--config", str(config), "x", cwd=tmp_path)
     assert done.returncode == 124
     assert done.stdout.decode() == "partial\n"
-    assert done.stderr.decode().endswith("tool call timed out after 1500ms\n")
+    assert done.stderr.decode().endswith(
+        "tool call timed out after 1500ms\nhint: providers.acp timeout_ms = 1500; raise it or pass --timeout-ms N\n"
+    )
 
 
 async def test_json_timeout_during_startup_exits_124_with_the_timeout_fields(tmp_path: Path) -> None:
@@ -88,7 +91,12 @@ async def test_a_child_that_closes_its_stdin_and_hangs_ends_on_the_timeout(tmp_p
     status, data = await _run(tmp_path, "close_stdin_at_prompt", timeout_ms=800)
     assert (status, data) == (
         124,
-        {**_run_object("aborted", "partial"), "error_code": "TOOL_TIMEOUT", "error": "tool call timed out after 800ms"},
+        {
+            **_run_object("aborted", "partial"),
+            "error_code": "TOOL_TIMEOUT",
+            "error": "tool call timed out after 800ms",
+            "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
+        },
     )
 
 
@@ -97,7 +105,12 @@ async def test_a_child_that_never_reads_stdin_cannot_block_our_prompt_write_past
     status, data = await _run(tmp_path, "never_read_stdin", task="t" * 120_000, timeout_ms=800)
     assert (status, data) == (
         124,
-        {**_run_object("aborted", None), "error_code": "TOOL_TIMEOUT", "error": "tool call timed out after 800ms"},
+        {
+            **_run_object("aborted", None),
+            "error_code": "TOOL_TIMEOUT",
+            "error": "tool call timed out after 800ms",
+            "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
+        },
     )
 
 
@@ -105,7 +118,12 @@ async def test_a_child_flooding_requests_without_reading_ends_on_the_timeout(tmp
     status, data = await _run(tmp_path, "flood_requests", timeout_ms=800)
     assert (status, data) == (
         124,
-        {**_run_object("aborted", None), "error_code": "TOOL_TIMEOUT", "error": "tool call timed out after 800ms"},
+        {
+            **_run_object("aborted", None),
+            "error_code": "TOOL_TIMEOUT",
+            "error": "tool call timed out after 800ms",
+            "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
+        },
     )
 
 

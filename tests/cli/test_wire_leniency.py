@@ -90,7 +90,7 @@ _TRANSPORT = F + "stage: prompt; category: transport)"
         ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":["end_turn"]}}', 1, "error", _UNKNOWN),
         ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"SECRET_TOKEN /private/path"}}', 1, "error", _UNKNOWN),
         ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"end_turn","x":1e400}}', 0, "completed", None),
-        ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"max_tokens","x":-1e400}}', 1, "max-tokens", None),
+        ('{"jsonrpc":"2.0","id":ID,"result":{"stopReason":"max_tokens","x":-1e400}}', 4, "max-tokens", None),
         ('{"jsonrpc":"2.0","id":ID,"error":"SECRET_TOKEN"}', 1, "error", _TRANSPORT),
         ('{"jsonrpc":"2.0","id":ID,"error":{"code":-32000.0,"message":"/private/path"}}', 1, "error", _TRANSPORT),
         ('{"jsonrpc":"2.0","id":ID,"error":{"code":true}}', 1, "error", _TRANSPORT),

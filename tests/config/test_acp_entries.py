@@ -164,10 +164,19 @@ def test_env_value_that_is_not_a_string_fails_naming_the_key(tmp_path: Path) -> 
     assert str(caught.value) == "subagent-acp: env.PORT must be a string"
 
 
-def test_reference_to_an_unset_host_variable_fails_naming_key_and_variable(tmp_path: Path) -> None:
+def test_reference_to_an_unset_host_variable_fails_only_that_entry_when_used(tmp_path: Path) -> None:
+    config = load_toml(
+        tmp_path,
+        '[providers.acp]\nkind = "acp"\ncommand = "agent"\n[providers.acp.env]\nX = "${NOPE_UNSET_VAR}"\n'
+        '[providers.other]\nkind = "acp"\ncommand = "agent"\n',
+        environ={"OTHER": "SECRET_TOKEN"},
+    )
+    assert list(config.providers) == ["other"]
+    assert config.unresolved["acp"].missing == ("NOPE_UNSET_VAR",)
     with pytest.raises(ConfigError) as caught:
-        acp_entry(tmp_path, '[providers.acp.env]\nX = "${NOPE_UNSET_VAR}"\n', environ={"OTHER": "SECRET_TOKEN"})
+        config.entry("acp")
     assert str(caught.value) == "subagent-acp: env.X references unset host variable ${NOPE_UNSET_VAR}"
+    assert (caught.value.provider, caught.value.source) == ("acp", str(tmp_path / "config.toml"))
 
 
 def test_env_references_expand_against_the_unscrubbed_host_environment(tmp_path: Path) -> None:
@@ -198,7 +207,7 @@ def test_checks_run_in_the_spec_order(tmp_path: Path) -> None:
         ("unknownKey", 1, 'subagent-acp: unknown config key "unknownKey"'),
         ("command", "", "subagent-acp: command must be a non-empty string"),
         ("args", "x", "subagent-acp: args must be an array of strings"),
-        ("env", {"X": "${UNSET_ORDER_VAR}"}, "subagent-acp: env.X references unset host variable ${UNSET_ORDER_VAR}"),
+        ("env", {"X": 1}, "subagent-acp: env.X must be a string"),
         ("permission", "ask", 'subagent-acp: permission must be "allow" or "reject"'),
         (
             "dispose_eof_grace_ms",

@@ -81,7 +81,7 @@ def test_defaults_read_the_process_environment_and_working_directory(
 
 def test_without_any_config_file_the_built_in_echo_entry_loads(tmp_path: Path) -> None:
     config = load_config(cwd=str(tmp_path), environ={})
-    assert config == builtin_config()
+    assert config.providers == builtin_config().providers
     assert config.source == "<built-in>"
     assert list(config.providers) == ["echo"]
     echo = config.providers["echo"]
@@ -206,14 +206,39 @@ def test_parse_config_names_its_source_in_errors_and_result(tmp_path: Path) -> N
     assert str(caught.value) == "subagent-host: inline configures no providers"
 
 
-def test_relative_entry_cwd_resolves_against_the_load_cwd_not_the_file_directory(tmp_path: Path) -> None:
-    (tmp_path / "elsewhere" / "work").mkdir(parents=True)
+def test_relative_entry_cwd_and_command_resolve_against_the_file_directory_not_the_load_cwd(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
     config_dir = tmp_path / "configs"
-    config_dir.mkdir()
+    (config_dir / "work").mkdir(parents=True)
     path = config_dir / "c.toml"
-    path.write_text('[providers.acp]\nkind = "acp"\ncommand = "agent"\ncwd = "work"\n', encoding="utf-8")
+    path.write_text(
+        '[providers.acp]\nkind = "acp"\ncommand = "bin/agent"\ncwd = "work"\n'
+        '[providers.bare]\nkind = "acp"\ncommand = "agent"\n',
+        encoding="utf-8",
+    )
     config = load_config(path, cwd=str(tmp_path / "elsewhere"), environ={})
-    assert config.providers["acp"].cwd == str(tmp_path / "elsewhere" / "work")
+    assert config.providers["acp"].cwd == str(config_dir / "work")
+    assert config.providers["acp"].command == str(config_dir / "bin" / "agent")
+    assert config.providers["bare"].command == "agent"
+
+
+def test_the_lookup_walks_up_the_parent_directories(tmp_path: Path) -> None:
+    top = write_config(tmp_path / "subagent-host.toml", "top")
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    config = load_config(cwd=str(deep), environ={})
+    assert (list(config.providers), config.source) == (["top"], str(top))
+
+
+def test_the_user_config_file_comes_after_the_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    user = write_config(tmp_path / "xdg" / "subagent-host" / "config.toml", "user")
+    (tmp_path / "work").mkdir()
+    assert load_config(cwd=str(tmp_path / "work"), environ={}).source == str(user)
+    user.unlink()
+    config = load_config(cwd=str(tmp_path / "work"), environ={})
+    assert config.source == BUILTIN_SOURCE
+    assert config.searched[-1] == str(user)
 
 
 def test_entries_whose_delegation_tool_names_collide_are_rejected_naming_both() -> None:

@@ -49,12 +49,15 @@ def test_public_names_are_exactly_the_config_api() -> None:
         "AcpEntryConfig",
         "EntryConfig",
         "HostConfig",
+        "InheritEnv",
         "SdkEntryConfig",
+        "UnresolvedEntry",
         "builtin_config",
         "delegation_tool_name",
         "expand_env_references",
         "load_config",
         "parse_config",
+        "user_config_file",
     ]
     assert host.config.CONFIG_ENV_VAR == "SUBAGENT_HOST_CONFIG"
     assert host.config.DEFAULT_CONFIG_FILENAME == "subagent-host.toml"

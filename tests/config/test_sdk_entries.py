@@ -137,8 +137,13 @@ def test_env_errors_use_the_sdk_prefix(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         sdk_entry(tmp_path, "[providers.dsh-sdk.env]\nN = 1\n")
     assert str(caught.value) == "subagent-dsh-sdk: env.N must be a string"
+    config = load_toml(
+        tmp_path,
+        '[providers.dsh-sdk]\nkind = "dsh-sdk"\ncommand = "dsh"\n'
+        '[providers.dsh-sdk.env]\nDEEPSEEK_API_KEY = "${DEEPSEEK_API_KEY}"\n',
+    )
     with pytest.raises(ConfigError) as caught:
-        sdk_entry(tmp_path, '[providers.dsh-sdk.env]\nDEEPSEEK_API_KEY = "${DEEPSEEK_API_KEY}"\n')
+        config.entry("dsh-sdk")
     assert (
         str(caught.value) == "subagent-dsh-sdk: env.DEEPSEEK_API_KEY references unset host variable ${DEEPSEEK_API_KEY}"
     )

@@ -1,0 +1,72 @@
+"""CLI cold start (run as ``python bench/startup.py``; prints results, asserts nothing).
+
+Whole processes, interleaved, median wall time and mean CPU (user + system of the process and its children):
+
+* ``subagent-host --version`` next to ``python -c pass``: target <= 3x;
+* ``subagent-host run --json hello`` (built-in echo) next to a stdlib spawn-and-handshake script doing the same
+  ACP exchange (``bench/_stdlib_echo_client.py``): target <= 3x.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = str(Path(sys.executable).parent / "subagent-host")
+RUNS = int(os.environ.get("BENCH_RUNS", "15"))
+
+COMMANDS: dict[str, list[str]] = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "subagent-host --version": [SCRIPT, "--version"],
+    "stdlib spawn + handshake": [sys.executable, str(REPO / "bench" / "_stdlib_echo_client.py")],
+    "subagent-host run --json hello": [SCRIPT, "run", "--json", "hello"],
+}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[float, float]:
+    """One whole-process run: wall seconds and CPU seconds (the process and everything it waited for)."""
+    cpu_before = _children_cpu()
+    started = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started, _children_cpu() - cpu_before
+
+
+def main() -> None:
+    walls: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    cpus: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    with tempfile.TemporaryDirectory() as cwd:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "FAKE_", "SUBAGENT_HOST_"))}
+        env["XDG_CONFIG_HOME"] = cwd  # no user config: the built-in echo
+        for name, argv in COMMANDS.items():
+            measure(argv, cwd, env)  # warm the page cache
+            del name
+        for _ in range(RUNS):
+            for name, argv in COMMANDS.items():
+                wall, cpu = measure(argv, cwd, env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    median = {name: statistics.median(values) for name, values in walls.items()}
+    cpu = {name: statistics.fmean(values) for name, values in cpus.items()}
+    print(f"CLI cold start, {RUNS} interleaved runs each (median wall, mean CPU per run):")
+    for name in COMMANDS:
+        print(f"  {name:<32} {median[name] * 1000:7.1f} ms wall  {cpu[name] * 1000:7.1f} ms CPU")
+    version_ratio = median["subagent-host --version"] / median["python -c pass"]
+    run_ratio = median["subagent-host run --json hello"] / median["stdlib spawn + handshake"]
+    print(f"  --version / python -c pass:            {version_ratio:.2f}x (target <= 3x)")
+    print(f"  run --json hello / stdlib handshake:   {run_ratio:.2f}x (target <= 3x)")
+
+
+if __name__ == "__main__":
+    main()

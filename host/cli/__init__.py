@@ -1,0 +1,40 @@
+"""The ``subagent-host`` commands behind the stdlib-only console entry (``subagent_host_cli``).
+
+``run_command`` takes the parsed command line and the first signal recorded during start-up, and returns the exit
+status: ``run`` (``_run``), ``providers`` (``_providers``) and ``check`` (``_checks``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import anyio
+
+from host.cli._checks import check_providers
+from host.cli._logs import install_logging
+from host.cli._output import Output
+from host.cli._providers import list_providers
+from host.cli._run import run_task
+from host.cli._support import RecordedSignals
+
+__all__ = ["run_command"]
+
+
+def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
+    """Run the parsed command and return its exit status."""
+    try:
+        return anyio.run(_dispatch, args, received)
+    finally:
+        # The loop's receiver restored the default handlers: a late signal must not kill the process before it
+        # exits with the status already decided.
+        received.reinstall()
+
+
+async def _dispatch(args: argparse.Namespace, received: RecordedSignals) -> int:
+    output = Output()
+    install_logging(output, level=args.log_level, log_format=args.log_format)
+    if args.command == "providers":
+        return list_providers(args, output)
+    if args.command == "check":
+        return await check_providers(args, received, output)
+    return await run_task(args, received, output)

@@ -1,0 +1,74 @@
+"""``hint:`` lines built only from host-side facts: config keys, the PATH lookup, the policy, scrubbed names.
+
+Never from child text: the inputs are the entry, the closed diagnostic line, the tool's closed error code and the
+host's own environment (names only, never values).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from typing import Final
+
+from host.config import EntryConfig
+from host.process import scrubbed_names
+
+__all__ = ["format_ms", "hints_for"]
+
+_DENIAL: Final = re.compile(r"policy: reject; request: ([a-z_]+); decision: denied")
+_MAX_NAMES: Final = 6
+
+
+def format_ms(value: float) -> str:
+    """``3000.0`` → ``3000``; other values keep their decimals."""
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def hints_for(entry: EntryConfig, *, diagnostic: str | None, timed_out: bool, timeout_ms: float | None) -> list[str]:
+    """The hints for one outcome of ``entry`` (without the ``hint: `` prefix)."""
+    hints: list[str] = []
+    text = diagnostic or ""
+    if "category: process-start" in text:
+        hints.extend(_launch_hints(entry))
+    denial = _DENIAL.search(text)
+    if denial is not None:
+        hints.append(
+            f'the child asked for "{denial.group(1)}" and the policy is reject; set permission = "allow" in '
+            f"[providers.{entry.name}] or pass --permission allow"
+        )
+    if "category: auth-required" in text:
+        hints.extend(_auth_hints(entry))
+    if "category: timeout" in text and ("stage: initialize" in text or "stage: new-session" in text):
+        hints.append(f"providers.{entry.name} initialize_timeout_ms = {format_ms(entry.initialize_timeout_ms)}")
+    if timed_out and timeout_ms is not None:
+        hints.append(f"providers.{entry.name} timeout_ms = {format_ms(timeout_ms)}; raise it or pass --timeout-ms N")
+    return hints
+
+
+def _launch_hints(entry: EntryConfig) -> list[str]:
+    command = entry.command
+    if " " in command and not os.path.exists(command):
+        return ["command holds spaces; put the arguments in args = [...]"]
+    if "/" not in command:
+        path = entry.env.get("PATH", os.environ.get("PATH", os.defpath))
+        if shutil.which(command, path=path) is None:
+            return [f'"{command}" was not found on PATH']
+        return []
+    if not os.path.exists(command):
+        return [f"{command} does not exist (a command with a slash resolves against the config file's directory)"]
+    if not os.access(command, os.X_OK):
+        return [f"{command} is not executable"]
+    return []
+
+
+def _auth_hints(entry: EntryConfig) -> list[str]:
+    removed = [name for name in scrubbed_names(entry.env) if not name.upper().startswith("DSH_")]
+    if not removed:
+        return []
+    shown = ", ".join(removed[:_MAX_NAMES]) + (" …" if len(removed) > _MAX_NAMES else "")
+    first = removed[0]
+    return [
+        f"the host removed {shown} from the child's environment; pass one through with "
+        f'[providers.{entry.name}.env] {first} = "${{{first}}}"'
+    ]

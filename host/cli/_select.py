@@ -1,0 +1,98 @@
+"""The config a command works on: the lookup (with the operator's notice), the chosen entries, per-run overrides."""
+
+from __future__ import annotations
+
+import os
+from types import MappingProxyType
+from typing import Final
+
+from host._exceptions import ConfigError
+from host.cli._output import Output
+from host.config import AcpEntryConfig, EntryConfig, HostConfig, load_config
+
+__all__ = [
+    "DEFAULT_PROVIDER",
+    "UsageError",
+    "choose_provider",
+    "config_error_text",
+    "load",
+    "with_overrides",
+    "workspace",
+]
+
+DEFAULT_PROVIDER: Final = "echo"
+"""Used when several providers are configured, ``--provider`` is absent and one of them is named ``echo``."""
+
+
+class UsageError(Exception):
+    """A bad provider choice, workspace or override: exit 2 with a one-line message."""
+
+
+def load(path: str | None, output: Output) -> HostConfig:
+    """Load the config by the lookup order; when it falls back to the built-in echo, say so on stderr.
+
+    Raises:
+        ConfigError: the file named by ``path`` or ``$SUBAGENT_HOST_CONFIG`` is missing, unreadable or invalid.
+    """
+    config = load_config(path)
+    if config.searched:
+        searched = "; ".join(config.searched)
+        output.err(f"subagent-host: no config found (searched {searched}); using the built-in echo provider\n")
+    return config
+
+
+def choose_provider(config: HostConfig, requested: str | None) -> str:
+    """The entry ``run`` uses: ``requested``, the only one configured, or ``echo``."""
+    names = config.entry_names()
+    if requested is not None:
+        if requested not in names:
+            raise UsageError(f'subagent-host: unknown provider "{requested}" (configured: {", ".join(names)})')
+        return requested
+    if len(names) == 1:
+        return names[0]
+    if DEFAULT_PROVIDER in names:
+        return DEFAULT_PROVIDER
+    raise UsageError(
+        f"subagent-host: several providers are configured ({', '.join(names)}); choose one with --provider"
+    )
+
+
+def with_overrides(
+    config: HostConfig, name: str, *, permission: str | None, timeout_ms: float | None
+) -> tuple[HostConfig, EntryConfig]:
+    """A config holding only the entry ``name`` (resolved now), with the per-run overrides applied.
+
+    Raises:
+        ConfigError: the entry references an unset host variable.
+        UsageError: ``--permission`` was given for an entry that is not ACP.
+    """
+    entry = config.entry(name)
+    update: dict[str, object] = {}
+    if permission is not None:
+        if not isinstance(entry, AcpEntryConfig):
+            raise UsageError(
+                f"subagent-host: --permission applies to ACP entries only (providers.{name} is {entry.kind})"
+            )
+        update["permission"] = permission
+    if timeout_ms is not None:
+        update["timeout_ms"] = timeout_ms
+    if update:
+        entry = entry.model_copy(update=update)
+    only = HostConfig(providers=MappingProxyType({name: entry}), source=config.source)
+    return only, entry
+
+
+def workspace(cwd: str | None) -> str:
+    """The absolute parent workspace (``--cwd`` or the working directory)."""
+    path = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    if not os.path.isdir(path):
+        raise UsageError(f"subagent-host: --cwd is not a directory: {path}")
+    return path
+
+
+def config_error_text(error: ConfigError) -> str:
+    """The spec's exact message, followed by the entry and file it is about when known."""
+    if error.provider is None:
+        return str(error)
+    where = f"providers.{error.provider}" + (f" in {error.source}" if error.source else "")
+    return f"{error} ({where})"

@@ -1,0 +1,38 @@
+"""The ``subagent-host`` console entry: signals first, then the command line, then (only if needed) ``host``.
+
+SIGINT, SIGTERM and SIGHUP are recorded from the first instant, before ``host`` (anyio, pydantic, the providers) is
+imported, so a signal during start-up still ends with the command's promised output and the signal's exit status.
+``--version`` imports nothing but ``os`` and ``signal``; ``--help`` adds only ``argparse``. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from subagent_host_cli import _early
+
+__all__ = ["__version__", "main"]
+
+__version__ = "0.1.0"
+
+_VERSION_ARGV = (["--version"], ["--version", "--json"], ["--json", "--version"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``subagent-host`` console script: run the command and exit with its status."""
+    received = _early.install()
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments in _VERSION_ARGV:
+        as_json = "--json" in arguments
+        _early.write(1, f'{{"version": "{__version__}"}}\n' if as_json else f"subagent-host {__version__}\n")
+        sys.exit(0)
+    from subagent_host_cli._parser import parse_command_line
+
+    parsed = parse_command_line(arguments, version=__version__)
+    if isinstance(parsed, int):
+        sys.exit(parsed)
+    if received.first is not None:
+        sys.exit(_early.interrupted_before_start(received.first, as_json=parsed.as_json))
+    from host.cli import run_command  # the heavy import: a signal now is recorded and honoured by the command
+
+    sys.exit(run_command(parsed.args, received))
