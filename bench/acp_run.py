@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._acp_stream_agent import stream_lines  # noqa: E402
-from host._run import SubagentRequest  # noqa: E402
+from host._contracts import SubagentRequest  # noqa: E402
 from host.acp_provider import AcpRunSpec, start_acp_run  # noqa: E402
 from host.cancel import CancelController  # noqa: E402
 

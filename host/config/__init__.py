@@ -16,13 +16,32 @@ from host.config._loader import (
     load_config,
     parse_config,
 )
-from host.config._models import AcpEntryConfig, EntryConfig, HostConfig, SdkEntryConfig, delegation_tool_name
+from host.config._models import (
+    DISPOSE_EOF_GRACE_MS,
+    DISPOSE_GRACE_MS,
+    INITIALIZE_TIMEOUT_MS,
+    SDK_MODEL,
+    SDK_PROVIDER,
+    SHUTDOWN_TIMEOUT_MS,
+    AcpEntryConfig,
+    EntryConfig,
+    HostConfig,
+    SdkEntryConfig,
+    delegation_tool_name,
+)
+from host.config._rules import is_accessible_directory
 
 __all__ = [
     "BUILTIN_DESCRIPTION",
     "BUILTIN_SOURCE",
     "CONFIG_ENV_VAR",
     "DEFAULT_CONFIG_FILENAME",
+    "DISPOSE_EOF_GRACE_MS",
+    "DISPOSE_GRACE_MS",
+    "INITIALIZE_TIMEOUT_MS",
+    "SDK_MODEL",
+    "SDK_PROVIDER",
+    "SHUTDOWN_TIMEOUT_MS",
     "AcpEntryConfig",
     "EntryConfig",
     "HostConfig",
@@ -30,6 +49,7 @@ __all__ = [
     "builtin_config",
     "delegation_tool_name",
     "expand_env_references",
+    "is_accessible_directory",
     "load_config",
     "parse_config",
 ]

@@ -9,13 +9,27 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["AcpEntryConfig", "EntryConfig", "HostConfig", "SdkEntryConfig", "delegation_tool_name"]
 
 _NOT_TOOL_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]")
+
+
+DISPOSE_EOF_GRACE_MS: Final = 6000.0
+"""Default teardown ladder bound on the child's exit after stdin EOF (both kinds)."""
+DISPOSE_GRACE_MS: Final = 3000.0
+"""Default SIGTERM→SIGKILL window and post-SIGKILL reap bound (both kinds)."""
+SDK_PROVIDER: Final = "deepseek-official"
+"""Default model provider a DSH SDK entry sends in ``initialize``."""
+SDK_MODEL: Final = "deepseek-v4-flash"
+"""Default model a DSH SDK entry sends in ``initialize``."""
+SHUTDOWN_TIMEOUT_MS: Final = 1000.0
+"""Default bound of the DSH SDK ``shutdown`` request."""
+INITIALIZE_TIMEOUT_MS: Final = 10000.0
+"""Default bound of the DSH SDK ``initialize`` request."""
 
 
 class AcpEntryConfig(BaseModel):
@@ -37,9 +51,9 @@ class AcpEntryConfig(BaseModel):
     """Explicit child variables with ``${NAME}`` references already expanded; merged after the ambient scrub."""
     permission: Literal["allow", "reject"] = "reject"
     """The unattended permission policy."""
-    dispose_eof_grace_ms: float = 6000.0
+    dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Teardown ladder: how long the child may take to exit after stdin EOF."""
-    dispose_grace_ms: float = 3000.0
+    dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Teardown ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""
@@ -64,19 +78,19 @@ class SdkEntryConfig(BaseModel):
     """Absolute override of the parent session cwd, validated at load; ``None`` inherits the parent's."""
     env: dict[str, str] = {}
     """Explicit child variables with ``${NAME}`` references already expanded; merged after the ambient scrub."""
-    provider: str = "deepseek-official"
+    provider: str = SDK_PROVIDER
     """The model provider sent in ``initialize``."""
-    model: str = "deepseek-v4-flash"
+    model: str = SDK_MODEL
     """The model sent in ``initialize``."""
     max_tokens: int | None = None
     """Sent in ``initialize`` only when set; an integer in 1 … 2^53−1."""
-    shutdown_timeout_ms: float = 1000.0
+    shutdown_timeout_ms: float = SHUTDOWN_TIMEOUT_MS
     """Bound of the ``shutdown`` request."""
-    dispose_eof_grace_ms: float = 6000.0
+    dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Teardown ladder: how long the runtime may take to exit after stdin EOF."""
-    dispose_grace_ms: float = 3000.0
+    dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Teardown ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
-    initialize_timeout_ms: float = 10000.0
+    initialize_timeout_ms: float = INITIALIZE_TIMEOUT_MS
     """Bound of the ``initialize`` request."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""

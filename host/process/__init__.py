@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from host.process._env import build_child_env, scrub_environment
 from host.process._handle import ProcessHandle
-from host.process._ladder import SharedTeardown, run_teardown_ladder
+from host.process._ladder import SharedTeardown, climb_teardown_ladder, run_teardown_ladder
 from host.process._managed import ManagedProcess, spawn_managed
 from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
@@ -21,6 +21,7 @@ __all__ = [
     "SharedTeardown",
     "adopt_orphans",
     "build_child_env",
+    "climb_teardown_ladder",
     "reap_orphans",
     "run_teardown_ladder",
     "scrub_environment",

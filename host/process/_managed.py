@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process, TaskGroup
 
 from host._exceptions import ProcessTreeSurvivedError
-from host.cancel import format_ms
+from host._json import format_ms
 from host.process._handle import ProcessHandle
 from host.process._outcome import ProcessOutcome
 from host.process._registry import forget_tree, register_tree

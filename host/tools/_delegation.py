@@ -15,9 +15,9 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, TypeAdapter
 
+from host._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host._exceptions import SubagentHostError
 from host._json import ContentBlock, JsonValue
-from host._run import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.cancel import CancelSignal
 from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SubagentResult, settle_foreground_run, text_of

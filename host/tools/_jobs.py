@@ -16,9 +16,9 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, TypeAdapter
 
+from host._contracts import SubagentRun
 from host._exceptions import JobNotFoundError, SubagentHostError, describe_error
 from host._json import ContentBlock, JsonValue
-from host._run import SubagentRun
 from host.cancel import CancelController, CancelSignal
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
 from host.stream import ChunkFrame, FrameObserver, StreamFrame, TextDelta

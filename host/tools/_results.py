@@ -12,8 +12,7 @@ from typing import Final, cast
 from pydantic import ValidationError
 
 from host._exceptions import CodedError, ToolNotFoundError, ToolOutputError
-from host._json import ContentBlock, JsonValue
-from host.cancel import format_ms
+from host._json import ContentBlock, JsonValue, format_ms
 from host.tools._snapshot import NOT_LOSSLESS, snapshot_json
 from host.tools._types import ToolDefinition, ToolError, ToolErrorInfo, ToolFailure, ToolResult, ToolSuccess
 

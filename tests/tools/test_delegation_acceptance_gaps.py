@@ -20,8 +20,8 @@ import pytest
 from anyio.abc import TaskGroup
 
 from host import CancelController, Host, ToolResult
+from host._contracts import Capabilities, SubagentRequest, SubagentRun
 from host._exceptions import ProcessTreeSurvivedError
-from host._run import Capabilities, SubagentRequest, SubagentRun
 from host.acp_provider import AcpRunSpec, start_acp_run
 from host.cancel import CancelSignal
 from host.config import AcpEntryConfig
