@@ -20,14 +20,28 @@ from typing import Any, Final, NoReturn, TextIO
 
 import anyio
 
-from host._exceptions import ConfigError
-from host._host import Host
-from host.cancel import CancelController
-from host.config import HostConfig, delegation_tool_name, load_config
-from host.diagnostics import SubagentResult, foreground_failure_message, text_of
-from host.process import adopt_orphans, reap_orphans
-from host.stream import ChunkFrame, StreamFrame, TextDelta
-from host.tools import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
+from host import (
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_TIMEOUT,
+    CancelController,
+    ChunkFrame,
+    ConfigError,
+    Host,
+    HostConfig,
+    RunHooks,
+    StreamFrame,
+    SubagentResult,
+    TextDelta,
+    ToolFailure,
+    ToolResult,
+    adopt_orphans,
+    delegation_tool_name,
+    foreground_failure_message,
+    load_config,
+    reap_orphans,
+    text_of,
+)
 
 __all__ = [
     "DEFAULT_PROVIDER",

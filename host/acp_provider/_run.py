@@ -21,7 +21,7 @@ from host._child import SpawnFn
 from host._contracts import SubagentRequest
 from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError, SubagentHostError
 from host._json import ContentBlock
-from host._lifecycle import RunLifecycle, new_run_id
+from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host.acp_provider._connection import AcpConnection
 from host.acp_provider._wire import (
     AUTH_REQUIRED_CODE,
@@ -35,13 +35,11 @@ from host.config import DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
-    ErrorSink,
     PermissionDecision,
     PermissionPolicy,
     SubagentResult,
     acp_diagnostic,
     acp_run_failure,
-    call_error_sink,
 )
 from host.process import ProcessHandle, ProcessOutcome, spawn_managed
 from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
@@ -207,7 +205,7 @@ class AcpRun:
     async def _open(self, conn: AcpConnection) -> None:
         """Race the handshake against local cancel; publish, or roll back and raise (acp-provider.md §5)."""
         self._conn = conn
-        await self._lifecycle.open(
+        await self._lifecycle.start(
             self._handshake,
             startup_failure=self._startup_failure_of,
             attempt=self._attempt,

@@ -19,12 +19,10 @@ from anyio.abc import TaskGroup
 from host._contracts import AgentOptions, SubagentRequest
 from host._exceptions import SdkRunFailure, StartAbortedError
 from host._json import ContentBlock
-from host._lifecycle import RunLifecycle, new_run_id
+from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host.diagnostics import (
-    ErrorSink,
     SdkCategory,
     SubagentResult,
-    call_error_sink,
     sdk_failure_line,
     sdk_run_failure,
 )
@@ -163,7 +161,7 @@ class SdkRun:
     ) -> SdkRun:
         """Race the handshake against local cancel; publish, or close the client once and raise (§5.1, §5.8)."""
         run = cls(request, client=client, task_group=task_group, on_error=on_error, provider_name=provider_name)
-        await run._lifecycle.open(
+        await run._lifecycle.start(
             run._handshake,
             startup_failure=run._startup_failure,
             attempt=run._attempt,

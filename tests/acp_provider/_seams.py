@@ -60,8 +60,8 @@ class ForwardingHandle(ProcessHandle, SupportsAclose):
     def snapshot_descendants(self) -> None:
         self.inner.snapshot_descendants()
 
-    def quiescent(self) -> bool:
-        return self.inner.quiescent()
+    def tree_gone(self) -> bool:
+        return self.inner.tree_gone()
 
     async def aclose(self) -> None:
         if isinstance(self.inner, SupportsAclose):

@@ -20,8 +20,8 @@ from host.tools import (
     ToolRegistry,
     ToolResult,
     ToolRunContext,
+    install_timeout_policy,
 )
-from host.tools.timeout_policy import install_timeout_policy
 from tests.tools._support import ABORTED, HI, Phases, call, error_json, instrumented_registry, make_tool, run_cancelling
 
 Body = Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]]
