@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -29,12 +28,28 @@ from host._exceptions import (
     as_response_error,
     map_exceptions,
 )
-from host._json import ContentBlock, format_ms
+from host._json import ContentBlock
 from host.jsonrpc import JsonRpcPeer
 from host.process import ManagedProcess, build_child_env, spawn_managed
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec
-from host.sdk_provider.client._subscription import SessionNotification, Subscription
+from host.sdk_provider.client._subscription import (
+    NotificationObserver,
+    SessionNotification,
+    SessionRunOutcome,
+    Subscription,
+)
+from host.sdk_provider.client._texts import (
+    CLIENT_CLOSED_MESSAGE,
+    FAILED_TO_START_MESSAGE,
+    NOT_RUNNING_MESSAGE,
+    RUNTIME_CLOSED_MESSAGE,
+    RUNTIME_EXITED_MESSAGE,
+    TEARDOWN_AGGREGATE_MESSAGE,
+    closed_reason,
+    failure_context,
+    timeout_text,
+)
 from host.sdk_provider.client._validation import (
     ServerInfo,
     is_receipt,
@@ -58,13 +73,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FAILED_TO_START_MESSAGE: Final = "DSH SDK runtime failed to start"
-RUNTIME_EXITED_MESSAGE: Final = "DSH SDK runtime exited"
-NOT_RUNNING_MESSAGE: Final = "DSH SDK runtime is not running"
-RUNTIME_CLOSED_MESSAGE: Final = "DSH SDK runtime closed"
-CLIENT_CLOSED_MESSAGE: Final = "DSH SDK runtime client is closed"
-TEARDOWN_AGGREGATE_MESSAGE: Final = "DSH SDK runtime teardown failed"
-_TIMEOUT_MESSAGE: Final = "{method} timed out after {ms}ms waiting for the DSH SDK runtime"
 _METHOD_NOT_FOUND: Final = "method not found: {method}"
 _SHUTDOWN_FAILED_NOTE: Final = "shutdown request failed: {message}"
 
@@ -76,9 +84,6 @@ _STDIO_SETTLE_S: Final = 0.1
 # The peer's refusal of a request, as the client's own raw error (chained).
 _RESPONSE_ERRORS: Final[ErrorMapping] = {ResponseError: as_response_error(JsonRpcResponseError)}
 
-NotificationObserver = Callable[[SessionNotification], None]
-"""Sees each collected notification of a run, synchronously, in wire order."""
-
 # The only runtime notifications routed to sessions; everything else (subagent.*) is dropped.
 _ROUTED_METHODS: Final = frozenset({"session.event", "session.status"})
 
@@ -89,14 +94,6 @@ def _next_request_id() -> str:
 
 def _method_not_found(method: str) -> str:
     return _METHOD_NOT_FOUND.format(method=method)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRunOutcome:
-    """What ``run`` returns: the root session id and its validated events from the receipt on."""
-
-    session_id: str
-    events: tuple[dict[str, Any], ...]
 
 
 class SdkClient:
@@ -115,11 +112,6 @@ class SdkClient:
         self._input_ended = False
         self._closed = False
         self._start_attempted = False
-
-    @property
-    def spec(self) -> SdkRunSpec:
-        """The spec this client was built from."""
-        return self._spec
 
     @property
     def pid(self) -> int | None:
@@ -232,7 +224,7 @@ class SdkClient:
         peer, handle = self._peer, self._handle
         if peer is None or handle is None or handle.outcome is not None:
             await self._settle_stdio()
-            raise TransportClosedError(NOT_RUNNING_MESSAGE + self._context())
+            raise TransportClosedError(NOT_RUNNING_MESSAGE + failure_context(self._handle))
         try:
             with map_exceptions(_RESPONSE_ERRORS):
                 if timeout_ms is None:
@@ -242,9 +234,9 @@ class SdkClient:
         except (ConnectionClosedError, PeerWriteError) as exc:
             # A write to a dead pipe is not the signal; the input edge is. Describe whichever ended first.
             await self._settle_stdio()
-            reason = str(exc) if isinstance(exc, ConnectionClosedError) else self._closed_reason(peer)
-            raise TransportClosedError(reason + self._context()) from exc
-        raise RequestTimeoutError(self._timeout_text(method, timeout_ms))
+            reason = str(exc) if isinstance(exc, ConnectionClosedError) else closed_reason(peer)
+            raise TransportClosedError(reason + failure_context(self._handle)) from exc
+        raise RequestTimeoutError(timeout_text(method, timeout_ms, self.stderr_tail))
 
     async def prompt(self, session_id: str, content_blocks: Sequence[ContentBlock]) -> str:
         """Send ``session/prompt`` (no timeout) and return its ``messageId`` receipt.
@@ -396,37 +388,7 @@ class SdkClient:
 
     def _failure_factory(self, reason: str) -> Callable[[], TransportClosedError]:
         # Built lazily: exit facts and the stderr tail are as complete as possible when the consumer gets there.
-        return lambda: TransportClosedError(reason + self._context())
-
-    def _context(self) -> str:
-        handle = self._handle
-        if handle is None:
-            return ""
-        context = ""
-        outcome = handle.outcome
-        if outcome is not None:
-            if outcome.exit_code is not None:
-                context += f"\nexit code: {outcome.exit_code}"
-            elif outcome.signal is not None:
-                context += f"\nsignal: {outcome.signal}"
-        tail = handle.stderr_tail
-        if tail:
-            context += "\nstderr tail:\n" + "\n".join(tail)
-        return context
-
-    def _timeout_text(self, method: str, timeout_ms: float | None) -> str:
-        text = _TIMEOUT_MESSAGE.format(method=method, ms=format_ms(timeout_ms or 0.0))
-        tail = self.stderr_tail
-        if tail:
-            text += "; stderr tail:\n" + "\n".join(tail)
-        return text
-
-    def _closed_reason(self, peer: JsonRpcPeer) -> str:
-        if peer.close_reason in ("eof", "line-too-long"):
-            return "JSON-RPC input closed"
-        if peer.close_reason == "closed":
-            return "JSON-RPC transport closed"
-        return NOT_RUNNING_MESSAGE
+        return lambda: TransportClosedError(reason + failure_context(self._handle))
 
     async def _settle_stdio(self) -> None:
         """Wait briefly for the exit facts and stderr EOF, so the error text is complete."""
