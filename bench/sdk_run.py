@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import anyio
 
-from host._run import SubagentRequest
+from host._contracts import SubagentRequest
 from host.cancel import CancelController
 from host.sdk_provider import SdkRunSpec, start_sdk_run
 

@@ -19,8 +19,10 @@ from host._exceptions import (
 )
 from host._host import Host
 from host.cancel import CancelController, CancelSignal
-from host.config import HostConfig, load_config
-from host.diagnostics import JobOutcome, SubagentResult
+from host.config import HostConfig, delegation_tool_name, load_config
+from host.diagnostics import JobOutcome, SubagentResult, foreground_failure_message, text_of
+from host.process import adopt_orphans, reap_orphans
+from host.stream import ChunkFrame, StreamFrame, TextDelta
 from host.tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
@@ -39,6 +41,7 @@ __all__ = [
     "AggregateError",
     "CancelController",
     "CancelSignal",
+    "ChunkFrame",
     "CodedError",
     "ConfigError",
     "Host",
@@ -47,12 +50,19 @@ __all__ = [
     "RunHooks",
     "SdkRunFailure",
     "StartAbortedError",
+    "StreamFrame",
     "SubagentHostError",
     "SubagentResult",
     "SubagentRunError",
+    "TextDelta",
     "ToolFailure",
     "ToolResult",
     "ToolSuccess",
     "UnsupportedCapabilityError",
+    "adopt_orphans",
+    "delegation_tool_name",
+    "foreground_failure_message",
     "load_config",
+    "reap_orphans",
+    "text_of",
 ]

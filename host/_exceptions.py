@@ -1,41 +1,51 @@
-"""The one exception hierarchy of subagent-host.
+"""The one exception hierarchy of subagent-host, by failure kind (drawn as httpx draws its own).
 
 Safe messages (model-visible) are built only from closed-set facts; raw causes ride on ``__cause__`` and reach
-the host logger only. The tree::
+the host logger only. A raw error is mapped once, at the boundary where it enters a layer, with
+:func:`map_exceptions` (``raise New(...) from raw``). The tree::
 
     SubagentHostError                      root of everything the host raises
     ├── ConfigError                        load-time config validation (message names the snake_case key)
     │   └── UnsetHostVariableError         a ``${NAME}`` env reference names an unset host variable (.name)
     ├── StartAbortedError                  "subagent request was aborted before the <ACP|SDK> child started"
-    ├── AcpRunFailure                      safe "subagent-acp: Subagent failure (...)"; .facts; raw on __cause__
-    ├── SdkRunFailure                      safe "subagent-dsh-sdk: Subagent failure (...)"; .facts; raw on __cause__
+    ├── RunFailure                         safe "<prefix>: Subagent failure (...)"; .facts; raw on __cause__
+    │   ├── AcpRunFailure                  prefix ``subagent-acp``
+    │   └── SdkRunFailure                  prefix ``subagent-dsh-sdk``
     ├── AggregateError                     .errors (tuple); str() is exactly its message
     ├── SubagentRunError                   the foreground text of a non-completed run
-    ├── ProcessTreeSurvivedError           raw, host-only: the tree outlived SIGKILL + grace
-    ├── ProcessSpawnError                  raw, host-only: the child could not be spawned (OSError on __cause__)
-    ├── JsonRpcError                       raw, host-only failures of the JSON-RPC peer
-    │   ├── ConnectionClosedError          the peer's stdout ended (or was cut) with the request pending
+    ├── ChildError                         raw, host-only: a child process or its connection failed
+    │   ├── ProcessTreeSurvivedError       the tree outlived SIGKILL + grace
+    │   ├── ConnectionClosedError          the connection ended (EOF, a cut, a local close) with a request pending
+    │   │   ├── AcpConnectionClosed        ... as the ACP client reports it
+    │   │   └── TransportClosedError       ... as the DSH SDK client reports it (also spawn failure, runtime exit)
     │   ├── LineTooLongError               a line exceeded the reader's bound; the connection was closed
     │   ├── PeerWriteError                 writing to the peer failed (broken pipe)
-    │   └── ResponseError                  the peer answered with an ``error`` object (.code, .message, .data)
-    ├── AcpConnectionClosed, AcpResponseError   raw, host-only ACP request failures
-    ├── SdkClientError                     raw, host-only DSH SDK client failures
-    │   ├── TransportClosedError, RequestTimeoutError, SdkProtocolError, JsonRpcResponseError
+    │   ├── ResponseError                  the peer answered with an ``error`` object (.code, .message, .data)
+    │   │   ├── AcpResponseError           ... an ACP agent's answer
+    │   │   └── JsonRpcResponseError       ... a DSH SDK runtime's answer
+    │   └── SdkClientError                 DSH SDK client failures the provider classifies by class only
+    │       ├── TransportClosedError, JsonRpcResponseError   (also under the kinds above)
+    │       ├── RequestTimeoutError        a configured request bound elapsed
+    │       └── SdkProtocolError           a response or event outside the DSH SDK protocol
     └── CodedError                         .code; the registry reports info {name, code}
         ├── UnsupportedCapabilityError     UNSUPPORTED_CAPABILITY
         ├── ToolNotFoundError, ToolArgsError, ToolOutputError, ToolTimeoutError
         └── JobNotFoundError               UNKNOWN_JOB: no background job has that id
+
+``JsonRpcError`` is the peer-level name of ``ChildError`` (the peer's own failures are its four kinds above).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
+from contextlib import contextmanager
 
 __all__ = [
     "AcpConnectionClosed",
     "AcpResponseError",
     "AcpRunFailure",
     "AggregateError",
+    "ChildError",
     "CodedError",
     "ConfigError",
     "ConnectionClosedError",
@@ -44,10 +54,10 @@ __all__ = [
     "JsonRpcResponseError",
     "LineTooLongError",
     "PeerWriteError",
-    "ProcessSpawnError",
     "ProcessTreeSurvivedError",
     "RequestTimeoutError",
     "ResponseError",
+    "RunFailure",
     "SdkClientError",
     "SdkProtocolError",
     "SdkRunFailure",
@@ -61,7 +71,9 @@ __all__ = [
     "TransportClosedError",
     "UnsetHostVariableError",
     "UnsupportedCapabilityError",
+    "as_response_error",
     "describe_error",
+    "map_exceptions",
 ]
 
 
@@ -94,20 +106,20 @@ class StartAbortedError(SubagentHostError):
     """The request's signal fired before (or while) the child started; nothing is left running."""
 
 
-class AcpRunFailure(SubagentHostError):
-    """Safe ACP failure: ``str()`` is ``subagent-acp: Subagent failure (...)``; the raw error is ``__cause__``."""
+class RunFailure(SubagentHostError):
+    """Safe run failure: ``str()`` is ``<prefix>: Subagent failure (...)``; the raw error is ``__cause__``."""
 
     def __init__(self, message: str, facts: Mapping[str, object] | None = None) -> None:
         super().__init__(message)
         self.facts: Mapping[str, object] = dict(facts or {})
 
 
-class SdkRunFailure(SubagentHostError):
-    """Safe DSH SDK failure: ``str()`` is ``subagent-dsh-sdk: Subagent failure (...)``; raw error on ``__cause__``."""
+class AcpRunFailure(RunFailure):
+    """Safe ACP failure: ``str()`` is ``subagent-acp: Subagent failure (...)``."""
 
-    def __init__(self, message: str, facts: Mapping[str, object] | None = None) -> None:
-        super().__init__(message)
-        self.facts: Mapping[str, object] = dict(facts or {})
+
+class SdkRunFailure(RunFailure):
+    """Safe DSH SDK failure: ``str()`` is ``subagent-dsh-sdk: Subagent failure (...)``."""
 
 
 class AggregateError(SubagentHostError):
@@ -126,32 +138,32 @@ class SubagentRunError(SubagentHostError):
     """The foreground delegation text of a run that did not complete."""
 
 
-class ProcessTreeSurvivedError(SubagentHostError):
-    """Raw, host-only: a process of the managed tree outlived SIGKILL plus the grace."""
+class ChildError(SubagentHostError):
+    """Raw, host-only: a child process or its connection failed. Never model-visible."""
 
 
-class ProcessSpawnError(SubagentHostError):
-    """Raw, host-only: the child could not be spawned; the ``OSError`` is ``__cause__``."""
+JsonRpcError = ChildError
+"""The JSON-RPC peer's name for the family of its failures."""
 
 
-class JsonRpcError(SubagentHostError):
-    """Raw, host-only failure of a request on the JSON-RPC peer."""
+class ProcessTreeSurvivedError(ChildError):
+    """A process of the managed tree outlived SIGKILL plus the grace."""
 
 
-class ConnectionClosedError(JsonRpcError):
+class ConnectionClosedError(ChildError):
     """The connection ended (EOF, an over-long line, or a local close) while the request was pending."""
 
 
-class LineTooLongError(JsonRpcError):
+class LineTooLongError(ChildError):
     """The peer wrote a line longer than the reader's bound; the connection was closed."""
 
 
-class PeerWriteError(JsonRpcError):
+class PeerWriteError(ChildError):
     """Writing to the peer failed (its stdin is gone)."""
 
 
-class ResponseError(JsonRpcError):
-    """The peer answered a request with an ``error`` object. Raw and host-only: never model-visible."""
+class ResponseError(ChildError):
+    """The peer answered a request with an ``error`` object; ``code``, ``message`` and ``data`` are preserved."""
 
     def __init__(self, code: int | None, message: str, data: object = None) -> None:
         super().__init__(message)
@@ -160,25 +172,19 @@ class ResponseError(JsonRpcError):
         self.data = data
 
 
-class AcpConnectionClosed(SubagentHostError):
-    """Raw, host-only: the ACP connection closed with a request pending."""
+class AcpConnectionClosed(ConnectionClosedError):
+    """The ACP connection closed with a request pending."""
 
 
-class AcpResponseError(SubagentHostError):
-    """Raw, host-only: the ACP agent answered a request with an ``error`` object."""
-
-    def __init__(self, code: int | None, message: str, data: object = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+class AcpResponseError(ResponseError):
+    """The ACP agent answered a request with an ``error`` object."""
 
 
-class SdkClientError(SubagentHostError):
-    """Raw, host-only failure of the DSH SDK client. The provider classifies these by class only."""
+class SdkClientError(ChildError):
+    """A failure of the DSH SDK client. The provider classifies these by class only."""
 
 
-class TransportClosedError(SdkClientError):
+class TransportClosedError(ConnectionClosedError, SdkClientError):
     """Spawn failed, the runtime exited, stdio closed, or the client/subscription was closed."""
 
 
@@ -190,14 +196,8 @@ class SdkProtocolError(SdkClientError):
     """A response or event outside the DSH SDK protocol."""
 
 
-class JsonRpcResponseError(SdkClientError):
-    """The runtime answered with an ``error`` object; ``code``, ``message`` and ``data`` are preserved."""
-
-    def __init__(self, code: int | None, message: str, data: object = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+class JsonRpcResponseError(ResponseError, SdkClientError):
+    """The runtime answered with an ``error`` object."""
 
 
 class CodedError(SubagentHostError):
@@ -250,3 +250,29 @@ class JobNotFoundError(CodedError):
 def describe_error(error: BaseException) -> str:
     """``f"{type(e).__name__}: {e}"``: how a detail string embeds an exception."""
     return f"{type(error).__name__}: {error}"
+
+
+ErrorMapping = Mapping[type[Exception], Callable[[Exception], Exception]]
+"""Which raw error class becomes which layer error, in order: the first ``isinstance`` match wins."""
+
+
+@contextmanager
+def map_exceptions(mapping: ErrorMapping) -> Generator[None]:
+    """Re-raise a raw error of a mapped class as the layer's own error, chained (``raise New(...) from raw``)."""
+    try:
+        yield
+    except Exception as exc:
+        for raw_class, build in mapping.items():
+            if isinstance(exc, raw_class):
+                raise build(exc) from exc
+        raise
+
+
+def as_response_error(cls: type[ResponseError]) -> Callable[[Exception], Exception]:
+    """A :func:`map_exceptions` builder that re-types a ``ResponseError`` as ``cls``, keeping code, message, data."""
+
+    def build(exc: Exception) -> Exception:
+        assert isinstance(exc, ResponseError)
+        return cls(exc.code, exc.message, exc.data)
+
+    return build

@@ -19,8 +19,8 @@ from typing import Any, Final, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
+from host._contracts import Provider
 from host._exceptions import SubagentHostError
-from host._run import Provider
 from host.acp_provider import AcpProvider
 from host.cancel import CancelController, CancelSignal, fuse
 from host.config import EntryConfig, HostConfig, load_config

@@ -16,7 +16,7 @@ import anyio
 import psutil
 from anyio.abc import TaskGroup
 
-from host._run import AgentOptions, SubagentRequest, SubagentRun
+from host._contracts import AgentOptions, SubagentRequest, SubagentRun
 from host.cancel import CancelController, CancelSignal
 from host.stream import StreamFrame
 

@@ -8,6 +8,6 @@ idempotent with one shared outcome, and every model-visible text is built from c
 from __future__ import annotations
 
 from host.acp_provider._provider import HOST_LOGGER_NAME, AcpProvider
-from host.acp_provider._run import START_ABORTED_MESSAGE, AcpRunSpec, SpawnFn, start_acp_run
+from host.acp_provider._run import START_ABORTED_MESSAGE, AcpRun, AcpRunSpec, start_acp_run
 
-__all__ = ["HOST_LOGGER_NAME", "START_ABORTED_MESSAGE", "AcpProvider", "AcpRunSpec", "SpawnFn", "start_acp_run"]
+__all__ = ["HOST_LOGGER_NAME", "START_ABORTED_MESSAGE", "AcpProvider", "AcpRun", "AcpRunSpec", "start_acp_run"]

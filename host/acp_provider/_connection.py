@@ -1,37 +1,44 @@
-"""The ACP v1 client side of one child connection, on top of the generic ``JsonRpcPeer``.
+"""The ACP v1 client side of one child: a protocol adapter over a ``ChildConnection``.
 
 Offers no ``fs``/``terminal``/auth capability; answers ``session/request_permission`` through the run's policy
 callback and every other agent request with ``-32601 Method not found``. Peer failures are mapped at this boundary
-to the raw, host-only ``AcpConnectionClosed``/``AcpResponseError`` (``__cause__`` keeps the peer's error).
+to the raw, host-only ``AcpConnectionClosed``/``AcpResponseError`` (``__cause__`` keeps the peer's error). The child
+connection owns the spawn, the reader, the exit watch and the teardown.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
-from collections.abc import Callable, Generator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
-from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.abc import TaskGroup
 
+from host._child import ChildConnection, SpawnFn, open_child_connection
 from host._exceptions import (
     AcpConnectionClosed,
     AcpResponseError,
     ConnectionClosedError,
+    ErrorMapping,
     PeerWriteError,
     ResponseError,
+    as_response_error,
+    map_exceptions,
 )
 from host.acp_provider._wire import update_of
 from host.jsonrpc import JsonRpcPeer
+from host.process import ProcessHandle, build_child_env
 
-__all__ = ["CONNECTION_CLOSED_MESSAGE", "PROTOCOL_VERSION", "AcpConnection", "client_info"]
+__all__ = ["TEARDOWN_AGGREGATE_MESSAGE", "AcpConnection"]
 
 PROTOCOL_VERSION: Final = 1
 """The ACP protocol version the host speaks."""
 
 CONNECTION_CLOSED_MESSAGE: Final = "ACP connection closed"
 """The raw message of a request that failed because the connection ended."""
+TEARDOWN_AGGREGATE_MESSAGE: Final = "ACP subprocess teardown failed"
+"""Message of the ladder's ``AggregateError`` when several rungs failed (raw, host-only)."""
 
 _CLIENT_NAME: Final = "subagent-host"
 _PACKAGE: Final = "subagent-host"
@@ -51,71 +58,114 @@ def _package_version() -> str:
     return importlib.metadata.version(_PACKAGE)
 
 
-@contextmanager
-def _map_request_errors() -> Generator[None]:
-    """Translate the peer's raw errors into the ACP provider's raw errors (chained)."""
-    try:
-        yield
-    except ResponseError as exc:
-        raise AcpResponseError(exc.code, exc.message, exc.data) from exc
-    except (ConnectionClosedError, PeerWriteError) as exc:
-        raise AcpConnectionClosed(CONNECTION_CLOSED_MESSAGE) from exc
+def _closed(exc: Exception) -> Exception:
+    return AcpConnectionClosed(CONNECTION_CLOSED_MESSAGE)
+
+
+# The peer's raw errors as the ACP provider's raw errors (chained).
+_REQUEST_ERRORS: Final[ErrorMapping] = {
+    ResponseError: as_response_error(AcpResponseError),
+    ConnectionClosedError: _closed,
+    PeerWriteError: _closed,
+}
 
 
 class AcpConnection:
-    """One ACP client connection over a child's stdio; ``run()`` is its single ordered reader."""
+    """The ACP client side of one child connection; built by :func:`open_acp_connection`."""
 
-    def __init__(
-        self,
-        *,
-        send: ByteSendStream,
-        receive: ByteReceiveStream,
-        on_update: UpdateObserver,
-        on_permission: PermissionPolicyFn,
-    ) -> None:
-        """Build the connection; nothing is read or written until ``run()`` and the requests.
-
-        Args:
-            send: the child's stdin.
-            receive: the child's stdout.
-            on_update: called inline by the reader with each ``session/update`` ``update`` object.
-            on_permission: decides a ``session/request_permission`` synchronously; returns the wire result.
-        """
+    def __init__(self, *, on_update: UpdateObserver, on_permission: PermissionPolicyFn) -> None:
         self._on_update = on_update
         self._on_permission = on_permission
-        self._peer = JsonRpcPeer(
-            send=send,
-            receive=receive,
+        self._child: ChildConnection[ProcessHandle] | None = None
+
+    @property
+    def child(self) -> ChildConnection[ProcessHandle]:
+        """The child connection this adapter speaks over."""
+        assert self._child is not None
+        return self._child
+
+    @property
+    def handle(self) -> ProcessHandle:
+        """The managed child."""
+        return self.child.handle
+
+    @property
+    def _peer(self) -> JsonRpcPeer:
+        return self.child.peer
+
+    def _make_peer(self, handle: ProcessHandle) -> JsonRpcPeer:
+        return JsonRpcPeer(
+            send=handle.stdin,
+            receive=handle.stdout,
             request_handlers={"session/request_permission": self._answer_permission},
             on_notification=self._on_notification,
         )
 
-    @property
-    def closed(self) -> bool:
-        """Whether the connection has ended (EOF, an over-long line, or ``close()``)."""
-        return self._peer.closed
+    @classmethod
+    async def open(
+        cls,
+        spawn: SpawnFn,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        grace_ms: float,
+        eof_grace_ms: float,
+        task_group: TaskGroup,
+        on_update: UpdateObserver,
+        on_permission: PermissionPolicyFn,
+        name: str,
+    ) -> AcpConnection:
+        """Spawn an ACP agent and start its connection (reader and exit watch) in ``task_group``.
 
-    async def run(self) -> None:
-        """Read and handle every incoming message in arrival order until the connection ends."""
-        await self._peer.run()
+        Args:
+            spawn: creates the managed child (a test seam).
+            argv: the agent's command line.
+            cwd: the child's working directory.
+            env: explicit child variables, merged over the scrubbed ambient environment.
+            grace_ms: the SIGTERM→SIGKILL grace and reap bound.
+            eof_grace_ms: the ladder's bound on the child's exit after stdin EOF.
+            task_group: owns the connection's task (the host's group).
+            on_update: called inline by the reader with each ``session/update`` ``update`` object.
+            on_permission: decides a ``session/request_permission`` synchronously; returns the wire result.
+            name: names the connection's task.
 
-    def close(self) -> None:
-        """Stop reading and fail every pending request (idempotent)."""
-        self._peer.close()
+        Raises:
+            Exception: whatever the spawn raised (the caller classifies it as ``process-start``).
+        """
+        adapter = cls(on_update=on_update, on_permission=on_permission)
+        child_env = build_child_env(env)
 
-    async def wait_closed(self) -> None:
-        """Wait until the reader has finished."""
-        await self._peer.wait_closed()
+        async def spawn_child() -> ProcessHandle:
+            return await spawn(argv, cwd=cwd, env=child_env, task_group=task_group, grace_ms=grace_ms)
+
+        adapter._child = await open_child_connection(
+            spawn_child,
+            adapter._make_peer,
+            task_group=task_group,
+            eof_grace_ms=eof_grace_ms,
+            aggregate_message=TEARDOWN_AGGREGATE_MESSAGE,
+            name=lambda handle: name,
+        )
+        return adapter
+
+    async def aclose(self) -> None:
+        """Tear the child down once (shielded, bounded); every caller sees the same outcome.
+
+        Raises:
+            Exception: the ladder failed (a single rung error as is, several as ``AggregateError``).
+        """
+        await self.child.aclose()
 
     async def initialize(self) -> object:
         """Send ``initialize``; the response body is returned raw (and ignored by the run)."""
         params = {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": {}, "clientInfo": client_info()}
-        with _map_request_errors():
+        with map_exceptions(_REQUEST_ERRORS):
             return await self._peer.request("initialize", params)
 
     async def new_session(self, cwd: str) -> object:
         """Send ``session/new`` with no MCP servers; the raw result is returned for lenient validation."""
-        with _map_request_errors():
+        with map_exceptions(_REQUEST_ERRORS):
             return await self._peer.request("session/new", {"cwd": cwd, "mcpServers": []})
 
     async def prompt(
@@ -126,7 +176,7 @@ class AcpConnection:
         ``on_response`` runs inline in the reader as the response is processed, before any later line is read:
         the run freezes its output and stream there (acp-provider.md §7).
         """
-        with _map_request_errors():
+        with map_exceptions(_REQUEST_ERRORS):
             return await self._peer.request(
                 "session/prompt", {"sessionId": session_id, "prompt": list(blocks)}, on_response=on_response
             )

@@ -12,9 +12,9 @@ from typing import Final, Literal
 
 from anyio.abc import TaskGroup
 
-from host._exceptions import ConfigError
-from host._provider_support import EntryProvider
-from host._run import Capabilities, Provider, SubagentRequest, SubagentRun
+from host._contracts import Capabilities, Provider, SubagentRequest
+from host._entry_provider import EntryProvider
+from host._exceptions import ConfigError, SubagentHostError
 from host.acp_provider._run import START_ABORTED_MESSAGE, AcpRun, AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
 from host.diagnostics import AcpFailureFacts, acp_run_failure
@@ -25,7 +25,11 @@ HOST_LOGGER_NAME: Final = "host.acp_provider"
 """The logger that receives the provider's host lines unless another one is passed."""
 
 
-class AcpProvider(EntryProvider, Provider):
+def _configuration_failure(raw: ConfigError) -> SubagentHostError:
+    return acp_run_failure(AcpFailureFacts("initialize", "configuration"), raw)
+
+
+class AcpProvider(Provider):
     """Runs each request in a fresh ACP child (one process per run, no reuse)."""
 
     def __init__(self, entry: AcpEntryConfig, *, task_group: TaskGroup, logger: logging.Logger | None = None) -> None:
@@ -33,17 +37,25 @@ class AcpProvider(EntryProvider, Provider):
 
         Args:
             entry: the validated config entry (absolute ``cwd`` if configured, expanded ``env``).
-            task_group: owns every run's reader and prompt tasks.
+            task_group: owns every run's connection and prompt tasks.
             logger: the host logger; ``host.acp_provider`` by default.
         """
-        super().__init__(
+        self._config = entry
+        self._task_group = task_group
+        self._entry: EntryProvider[AcpRun] = EntryProvider(
             entry.name,
-            task_group=task_group,
+            configured_cwd=entry.cwd,
             logger=logger if logger is not None else logging.getLogger(HOST_LOGGER_NAME),
             prefix="subagent-acp",
             start_aborted_message=START_ABORTED_MESSAGE,
+            configuration_failure=_configuration_failure,
+            build_run=self._build_run,
         )
-        self._entry = entry
+
+    @property
+    def name(self) -> str:
+        """The entry name."""
+        return self._entry.name
 
     @property
     def kind(self) -> Literal["acp"]:
@@ -55,7 +67,7 @@ class AcpProvider(EntryProvider, Provider):
         """ACP runs accept no ``agent_options``."""
         return Capabilities(agent_options=False)
 
-    async def start(self, request: SubagentRequest) -> SubagentRun:
+    async def start(self, request: SubagentRequest) -> AcpRun:
         """Start a run; returns once the child answered ``session/new``.
 
         Raises:
@@ -64,23 +76,23 @@ class AcpProvider(EntryProvider, Provider):
             AggregateError: a startup failure or cancellation whose rollback ladder failed too.
             SubagentHostError: the provider was closed.
         """
-        self._check_startable(request)
-        try:
-            cwd = self._child_cwd(self._entry.cwd, request)
-        except ConfigError as raw:
-            raise acp_run_failure(AcpFailureFacts("initialize", "configuration"), raw) from raw
+        return await self._entry.start(request)
+
+    async def aclose(self) -> None:
+        """Dispose every live run (shielded; each release is bounded); later ``start`` calls raise. Idempotent."""
+        await self._entry.aclose()
+
+    async def _build_run(self, request: SubagentRequest, cwd: str) -> AcpRun:
+        entry = self._config
         spec = AcpRunSpec(
-            command=self._entry.command,
-            args=tuple(self._entry.args),
+            command=entry.command,
+            args=tuple(entry.args),
             cwd=cwd,
-            env=dict(self._entry.env),
-            permission=self._entry.permission,
-            dispose_eof_grace_ms=self._entry.dispose_eof_grace_ms,
-            dispose_grace_ms=self._entry.dispose_grace_ms,
+            env=dict(entry.env),
+            permission=entry.permission,
+            dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
+            dispose_grace_ms=entry.dispose_grace_ms,
         )
-        run = await start_acp_run(
-            request, spec, task_group=self._task_group, on_error=self._log_run_failure, provider_name=self.name
+        return await start_acp_run(
+            request, spec, task_group=self._task_group, on_error=self._entry.log_run_failure, provider_name=self.name
         )
-        assert isinstance(run, AcpRun)
-        await self._adopt(run)
-        return run

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Final, Literal
 
 import anyio
 from anyio.abc import TaskGroup
 
+from host._child import SpawnFn
+from host._contracts import SubagentRequest
 from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError, SubagentHostError
 from host._json import ContentBlock
-from host._provider_support import ChildRun, RunContext
-from host._run import SubagentRequest, SubagentRun
+from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host.acp_provider._connection import AcpConnection
 from host.acp_provider._wire import (
     AUTH_REQUIRED_CODE,
@@ -30,29 +31,20 @@ from host.acp_provider._wire import (
     prompt_text_blocks,
     session_id_of,
 )
+from host.config import DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
-    ErrorSink,
     PermissionDecision,
     PermissionPolicy,
     SubagentResult,
     acp_diagnostic,
     acp_run_failure,
-    call_error_sink,
 )
-from host.process import ProcessHandle, ProcessOutcome, build_child_env, run_teardown_ladder, spawn_managed
-from host.stream import AcpChunkMapper, TextDelta
+from host.process import ProcessHandle, ProcessOutcome, spawn_managed
+from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
 
-__all__ = [
-    "NO_SESSION_ID_MESSAGE",
-    "START_ABORTED_MESSAGE",
-    "TEARDOWN_AGGREGATE_MESSAGE",
-    "AcpRun",
-    "AcpRunSpec",
-    "SpawnFn",
-    "start_acp_run",
-]
+__all__ = ["START_ABORTED_MESSAGE", "AcpRun", "AcpRunSpec", "start_acp_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,24 +52,9 @@ START_ABORTED_MESSAGE: Final = "subagent request was aborted before the ACP chil
 """``StartAbortedError`` text: pre-aborted, or cancelled during startup (no ``subagent-acp:`` prefix)."""
 NO_SESSION_ID_MESSAGE: Final = "ACP child published without a session id"
 """Raw cause of the ``new-session; protocol`` failure (host-only)."""
-TEARDOWN_AGGREGATE_MESSAGE: Final = "ACP subprocess teardown failed"
-"""Message of the ladder's ``AggregateError`` when several rungs failed (raw, host-only)."""
 
 # Bounds the run task's `session/cancel` write after a local cancel (dispose waits for it, bounded, before the ladder).
 _CANCEL_WRITE_TIMEOUT_S: Final = 1.0
-# Bounds waiting for the reader task to stop after the ladder closed the pipes.
-_READER_STOP_TIMEOUT_S: Final = 1.0
-# After the child's exit is observed, how long the reader may still drain what it wrote before the connection is
-# closed (a descendant that inherited stdout would otherwise keep it open forever).
-_EXIT_DRAIN_TIMEOUT_S: Final = 0.1
-
-
-class SpawnFn(Protocol):
-    """The seam that creates the managed child (``spawn_managed`` or a test decorator around it)."""
-
-    async def __call__(
-        self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
-    ) -> ProcessHandle: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,9 +71,9 @@ class AcpRunSpec:
     """Explicit child variables, merged over the scrubbed ambient environment."""
     permission: PermissionPolicy = "reject"
     """The unattended permission policy."""
-    dispose_eof_grace_ms: float = 6000.0
+    dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Ladder: how long the child may take to exit after stdin EOF."""
-    dispose_grace_ms: float = 3000.0
+    dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Ladder SIGTERM→SIGKILL grace and reap bound; also bounds observing exit facts (``ceil`` ms)."""
 
 
@@ -117,16 +94,20 @@ def _is_auth_required(raw: BaseException) -> bool:
     return isinstance(raw, AcpResponseError) and type(raw.code) is int and raw.code == AUTH_REQUIRED_CODE
 
 
-class AcpRun(ChildRun):
-    """The state of one run: its child, connection, output fold, decision and the ACP handshake and prompt."""
+class AcpRun:
+    """One ACP run: its lifecycle, connection, output fold, permission decision, handshake and prompt."""
 
-    def __init__(self, context: RunContext, *, spec: AcpRunSpec, handle: ProcessHandle) -> None:
-        super().__init__(
-            context, kind="acp", release=self._tear_down_child, start_aborted_message=START_ABORTED_MESSAGE
-        )
+    def __init__(
+        self,
+        request: SubagentRequest,
+        *,
+        spec: AcpRunSpec,
+        task_group: TaskGroup,
+        on_error: ErrorSink | None,
+        provider_name: str,
+    ) -> None:
         self._spec = spec
-        self._handle = handle
-        self._prompt_blocks = prompt_text_blocks(context.request.prompt)
+        self._prompt_blocks = prompt_text_blocks(request.prompt)
         self._mapper = AcpChunkMapper()
         self._texts: list[str] = []
         self._frozen_output: list[ContentBlock] | None = None
@@ -135,33 +116,105 @@ class AcpRun(ChildRun):
         self._session_id: str | None = None
         self._prompt_outstanding = False
         self._session_cancel_due = False
-        self._reader_done = anyio.Event()
-        self._exit_watch = anyio.CancelScope()
-        self._conn = AcpConnection(
-            send=handle.stdin, receive=handle.stdout, on_update=self._on_update, on_permission=self._decide_permission
+        self._conn: AcpConnection | None = None
+        self._lifecycle: RunLifecycle[_StartupFailure] = RunLifecycle(
+            request,
+            run_id=new_run_id(),
+            kind="acp",
+            provider_name=provider_name,
+            task_group=task_group,
+            on_error=on_error,
+            start_aborted_message=START_ABORTED_MESSAGE,
+            output=self._output,
+            freeze=self._freeze,
+            release=self._release,
+            release_failure=self._release_failure,
+            report_interrupted_release=False,
+            on_local_cancel=self._on_local_cancel,
         )
+        self._journal = self._lifecycle.journal
+
+    @classmethod
+    async def start(
+        cls,
+        request: SubagentRequest,
+        spec: AcpRunSpec,
+        *,
+        task_group: TaskGroup,
+        on_error: ErrorSink | None,
+        spawn: SpawnFn,
+        provider_name: str,
+    ) -> AcpRun:
+        """Spawn the child and race its handshake; see :func:`start_acp_run`."""
+        run = cls(request, spec=spec, task_group=task_group, on_error=on_error, provider_name=provider_name)
+        try:
+            conn = await AcpConnection.open(
+                spawn,
+                [spec.command, *spec.args],
+                cwd=spec.cwd,
+                env=spec.env,
+                grace_ms=spec.dispose_grace_ms,
+                eof_grace_ms=spec.dispose_eof_grace_ms,
+                task_group=task_group,
+                on_update=run._on_update,
+                on_permission=run._decide_permission,
+                name=f"ACP child of run {run.id}",
+            )
+        except Exception as raw:  # any spawn failure is `process-start`; the raw text stays host-only
+            call_error_sink(on_error, raw)
+            raise acp_run_failure(AcpFailureFacts("process", "process-start"), raw) from raw
+        await run._open(conn)
+        return run
+
+    # -- SubagentRun -------------------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The host-minted run id (never the child's session id)."""
+        return self._lifecycle.id
+
+    @property
+    def transcript(self) -> tuple[TranscriptEvent, ...]:
+        """A snapshot of the run's transcript."""
+        return self._lifecycle.transcript
+
+    @property
+    def disposed(self) -> bool:
+        """Whether the child was released."""
+        return self._lifecycle.disposed
+
+    async def result(self) -> SubagentResult:
+        """Wait for the settled result; never raises."""
+        return await self._lifecycle.result()
+
+    async def dispose(self) -> None:
+        """Cancel locally, then run the ladder once; every call sees the same outcome.
+
+        Raises:
+            AcpRunFailure: the ladder failed; the raw error is its ``__cause__``.
+        """
+        await self._lifecycle.dispose()
 
     # -- startup -----------------------------------------------------------------------------------------------
 
-    def begin(self) -> None:
-        """Start the single ordered reader; synchronous, so the child is owned without an await in between."""
-        self._task_group.start_soon(self._read, name=f"ACP reader of run {self._id}")
-        self._task_group.start_soon(self._close_on_exit, name=f"ACP exit watch of run {self._id}")
+    @property
+    def _handle(self) -> ProcessHandle:
+        assert self._conn is not None
+        return self._conn.handle
 
-    async def start_up(self) -> None:
+    async def _open(self, conn: AcpConnection) -> None:
         """Race the handshake against local cancel; publish, or roll back and raise (acp-provider.md §5)."""
-        self._listen()
-        failure: _StartupFailure | None = None
-        with self._interruptible():
-            failure = await self._handshake()
-        cancelled = self._signal.cancelled or self._cancelled
-        if failure is None and not cancelled:
-            self._publish(self._drive_prompt, name=f"ACP prompt of run {self._id}")
-            return
-        self._remove_listener_once()
-        if cancelled:
-            await self._roll_back(None)
-        assert failure is not None
+        self._conn = conn
+        await self._lifecycle.start(
+            self._handshake,
+            startup_failure=self._startup_failure_of,
+            attempt=self._attempt,
+            diagnostic=self._failure_diagnostic,
+            after_settle=self._write_session_cancel,
+            name=f"ACP prompt of run {self.id}",
+        )
+
+    async def _startup_failure_of(self, failure: _StartupFailure) -> AcpRunFailure:
         facts = failure.facts
         if facts is None:
             outcome: ProcessOutcome | None = None
@@ -172,16 +225,11 @@ class AcpRun(ChildRun):
                 if outcome is not None
                 else AcpFailureFacts(failure.stage, "transport")
             )
-        call_error_sink(self._on_error, failure.raw)
-        await self._roll_back(acp_run_failure(facts, failure.raw))
-
-    async def roll_back_interrupted_start(self) -> None:
-        """Tear the private child down after ``start_up`` was interrupted by the caller's own cancellation."""
-        self._remove_listener_once()
-        with anyio.CancelScope(shield=True):
-            await self._release_once()
+        call_error_sink(self._lifecycle.on_error, failure.raw)
+        return acp_run_failure(facts, failure.raw)
 
     async def _handshake(self) -> _StartupFailure | None:
+        assert self._conn is not None
         try:
             await self._conn.initialize()
         except (AcpConnectionClosed, AcpResponseError) as raw:
@@ -206,17 +254,16 @@ class AcpRun(ChildRun):
 
     # -- the published attempt ---------------------------------------------------------------------------------
 
-    async def _drive_prompt(self) -> None:
-        await self._settle_attempt(self._attempt, collect_diagnostic=self._failure_diagnostic)
-        if self._session_cancel_due and self._session_id is not None:
+    async def _write_session_cancel(self) -> None:
+        if self._session_cancel_due and self._session_id is not None and self._conn is not None:
             self._session_cancel_due = False
             with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT_S):
                 await self._conn.cancel(self._session_id)
 
     async def _attempt(self) -> SubagentResult:
         session_id = self._session_id
-        assert session_id is not None
-        with self._interruptible():
+        assert session_id is not None and self._conn is not None
+        with self._lifecycle.interruptible():
             self._prompt_outstanding = True
             try:
                 response = await self._conn.prompt(
@@ -263,7 +310,7 @@ class AcpRun(ChildRun):
 
     def _on_update(self, update: Mapping[str, object]) -> None:
         journal = self._journal
-        if not self._published or journal.frozen:
+        if not self._lifecycle.published or journal.frozen:
             return
         for chunk in self._mapper.map_update(update):
             # A text delta is exactly a non-empty `agent_message_chunk` text (stream-and-results.md §9.1): the fold.
@@ -272,18 +319,17 @@ class AcpRun(ChildRun):
             journal.chunk(chunk)
 
     def _decide_permission(self, params: Mapping[str, object]) -> dict[str, object]:
-        if self._cancelled:
+        if self._lifecycle.cancelled:
             return cancelled_answer()  # ACP: a client that cancelled answers `cancelled` and records nothing
         choice = choose_permission(self._spec.permission, params)
         if not self._journal.frozen:
             self._decision = choice.decision
         return choice.answer
 
-    def _local_cancel(self) -> None:
-        if not self._cancelled and self._published and self._prompt_outstanding:
+    def _on_local_cancel(self) -> None:
+        if self._lifecycle.published and self._prompt_outstanding:
             # ACP §cancel: the run task writes `session/cancel` for the prompt this cancel interrupts.
             self._session_cancel_due = True
-        super()._local_cancel()
 
     def _freeze_on_response(self, response: object) -> None:
         # Inline in the reader while it processes the prompt response: later lines can no longer reach the run.
@@ -300,44 +346,15 @@ class AcpRun(ChildRun):
         assert self._frozen_output is not None
         return [dict(block) for block in self._frozen_output]
 
-    # -- reader and teardown -----------------------------------------------------------------------------------
+    # -- release ------------------------------------------------------------------------------------------------
 
-    async def _read(self) -> None:
-        try:
-            await self._conn.run()
-        except Exception:  # containment boundary: the reader must never crash the host's task group
-            logger.debug("ACP reader of run %s failed", self._id, exc_info=True)
-        finally:
-            self._reader_done.set()
-
-    async def _close_on_exit(self) -> None:
-        """End the connection once the child has exited, even while a descendant still holds its stdout open.
-
-        A request "fails" when the child exits (acp-provider.md §5.3, §9.3), and exit is observed by polling, not by
-        pipe EOF (§4.3): what the child wrote before exiting is still read for a short window, then the pending
-        requests fail and are classified with the exit facts.
-        """
-        with self._exit_watch:
-            await self._handle.wait_outcome()
-            with anyio.move_on_after(_EXIT_DRAIN_TIMEOUT_S):
-                await self._reader_done.wait()
-            self._conn.close()
-
-    async def _tear_down_child(self) -> None:
-        """The release: the ladder, then close the connection and let the reader stop (bounded)."""
-        try:
-            await run_teardown_ladder(
-                self._handle, eof_grace_ms=self._spec.dispose_eof_grace_ms, aggregate_message=TEARDOWN_AGGREGATE_MESSAGE
-            )
-        finally:
-            self._exit_watch.cancel()
-            self._conn.close()
-            with anyio.move_on_after(_READER_STOP_TIMEOUT_S):
-                await self._reader_done.wait()
+    async def _release(self) -> None:
+        assert self._conn is not None
+        await self._conn.aclose()
 
     def _release_failure(self, raw: Exception) -> AcpRunFailure:
         """Report a ladder failure to the sink and build its safe form (acp-provider.md §9.5)."""
-        call_error_sink(self._on_error, raw)
+        call_error_sink(self._lifecycle.on_error, raw)
         outcome = self._handle.outcome
         facts = _exit_facts("teardown", outcome) if outcome is not None else AcpFailureFacts("teardown", "unknown")
         return acp_run_failure(facts, raw)
@@ -351,13 +368,13 @@ async def start_acp_run(
     on_error: ErrorSink | None = None,
     spawn: SpawnFn = spawn_managed,
     provider_name: str = "acp",
-) -> SubagentRun:
+) -> AcpRun:
     """Start one run from a resolved spec; return it once ``session/new`` succeeded (the ownership transfer).
 
     Args:
         request: the task; ``request.signal`` is the run's only cancellation channel.
         spec: the resolved command, cwd, env, policy and graces.
-        task_group: owns the reader and prompt tasks (the host's group).
+        task_group: owns the connection and prompt tasks (the host's group).
         on_error: the error sink; receives each raw failure once.
         spawn: creates the managed child (a test seam).
         provider_name: recorded in the transcript's ``run/start``.
@@ -369,19 +386,6 @@ async def start_acp_run(
     """
     if request.signal.cancelled:
         raise StartAbortedError(START_ABORTED_MESSAGE)
-    try:
-        handle = await spawn(
-            [spec.command, *spec.args],
-            cwd=spec.cwd,
-            env=build_child_env(spec.env),
-            task_group=task_group,
-            grace_ms=spec.dispose_grace_ms,
-        )
-    except Exception as raw:  # any spawn failure is `process-start`; the raw text stays host-only
-        call_error_sink(on_error, raw)
-        raise acp_run_failure(AcpFailureFacts("process", "process-start"), raw) from raw
-    context = RunContext(request=request, task_group=task_group, on_error=on_error, provider_name=provider_name)
-    run = AcpRun(context, spec=spec, handle=handle)
-    run.begin()
-    await run.open()
-    return run
+    return await AcpRun.start(
+        request, spec, task_group=task_group, on_error=on_error, spawn=spawn, provider_name=provider_name
+    )

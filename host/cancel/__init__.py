@@ -7,7 +7,7 @@ anyio cancel scope (tool-registry.md §2, §11.1, §12).
 from __future__ import annotations
 
 from host.cancel._bridge import cancel_scope_on
-from host.cancel._deadline import MAX_TIMER_DELAY_MS, TimeoutReason, deadline, format_ms, timeout_of
+from host.cancel._deadline import MAX_TIMER_DELAY_MS, TimeoutReason, deadline, timeout_of
 from host.cancel._fuse import fuse
 from host.cancel._signal import CancelController, CancelListener, CancelSignal
 
@@ -19,7 +19,6 @@ __all__ = [
     "TimeoutReason",
     "cancel_scope_on",
     "deadline",
-    "format_ms",
     "fuse",
     "timeout_of",
 ]

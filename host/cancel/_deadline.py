@@ -14,9 +14,10 @@ from typing import Final
 
 import anyio
 
+from host._json import format_ms
 from host.cancel._signal import CancelController, CancelSignal
 
-__all__ = ["MAX_TIMER_DELAY_MS", "TimeoutReason", "deadline", "format_ms", "timeout_of"]
+__all__ = ["MAX_TIMER_DELAY_MS", "TimeoutReason", "deadline", "timeout_of"]
 
 MAX_TIMER_DELAY_MS: Final = 2147483647
 """The largest timer delay accepted, in milliseconds (the reference's 32-bit timer bound)."""
@@ -24,15 +25,6 @@ MAX_TIMER_DELAY_MS: Final = 2147483647
 _DEADLINE_RANGE_MESSAGE: Final = (
     f"deadline timeout_ms must be a positive finite number no greater than {MAX_TIMER_DELAY_MS}"
 )
-
-
-def format_ms(ms: float) -> str:
-    """Format milliseconds as a JSON number would print: ``100`` for ``100.0``, ``1.5`` for ``1.5``."""
-    if isinstance(ms, int):
-        return str(ms)
-    if math.isfinite(ms) and ms.is_integer():
-        return str(int(ms))
-    return repr(ms)
 
 
 class TimeoutReason(Exception):

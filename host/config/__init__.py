@@ -11,7 +11,14 @@ from host.config._env_refs import expand_env_references
 from host.config._loader import BUILTIN_DESCRIPTION, BUILTIN_SOURCE, builtin_config, load_config, parse_config
 from host.config._lookup import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILENAME, user_config_file
 from host.config._models import (
+    ACP_INITIALIZE_TIMEOUT_MS,
     DEFAULT_KEEP_RUNS,
+    DISPOSE_EOF_GRACE_MS,
+    DISPOSE_GRACE_MS,
+    INITIALIZE_TIMEOUT_MS,
+    SDK_MODEL,
+    SDK_PROVIDER,
+    SHUTDOWN_TIMEOUT_MS,
     AcpEntryConfig,
     EntryConfig,
     HostConfig,
@@ -20,13 +27,21 @@ from host.config._models import (
     UnresolvedEntry,
     delegation_tool_name,
 )
+from host.config._rules import is_accessible_directory
 
 __all__ = [
+    "ACP_INITIALIZE_TIMEOUT_MS",
     "BUILTIN_DESCRIPTION",
     "BUILTIN_SOURCE",
     "CONFIG_ENV_VAR",
     "DEFAULT_CONFIG_FILENAME",
     "DEFAULT_KEEP_RUNS",
+    "DISPOSE_EOF_GRACE_MS",
+    "DISPOSE_GRACE_MS",
+    "INITIALIZE_TIMEOUT_MS",
+    "SDK_MODEL",
+    "SDK_PROVIDER",
+    "SHUTDOWN_TIMEOUT_MS",
     "AcpEntryConfig",
     "EntryConfig",
     "HostConfig",
@@ -36,6 +51,7 @@ __all__ = [
     "builtin_config",
     "delegation_tool_name",
     "expand_env_references",
+    "is_accessible_directory",
     "load_config",
     "parse_config",
     "user_config_file",

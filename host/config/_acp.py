@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import Final, Literal
 
 from host._exceptions import ConfigError
+from host.cancel import MAX_TIMER_DELAY_MS
 from host.config import _rules
-from host.config._models import AcpEntryConfig
+from host.config._models import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, AcpEntryConfig
 
 __all__ = ["ACP_PREFIX", "validate_acp_entry"]
 
@@ -37,10 +38,12 @@ def validate_acp_entry(
     prefix = ACP_PREFIX
     launch = _rules.check_launch(table, _ACP_KEYS, prefix, environ, base_dir)
     permission = _check_permission(table, prefix)
-    limit = _rules.MAX_TIMER_DELAY_MS
-    eof_grace = _rules.check_positive_ms(table, "dispose_eof_grace_ms", 6000.0, prefix, limit=limit)
-    grace = _rules.check_positive_ms(table, "dispose_grace_ms", 3000.0, prefix, limit=limit)
-    initialize_timeout = _rules.check_positive_ms(table, "initialize_timeout_ms", 60000.0, prefix, limit=limit)
+    limit = MAX_TIMER_DELAY_MS
+    eof_grace = _rules.check_positive_ms(table, "dispose_eof_grace_ms", DISPOSE_EOF_GRACE_MS, prefix, limit=limit)
+    grace = _rules.check_positive_ms(table, "dispose_grace_ms", DISPOSE_GRACE_MS, prefix, limit=limit)
+    initialize_timeout = _rules.check_positive_ms(
+        table, "initialize_timeout_ms", ACP_INITIALIZE_TIMEOUT_MS, prefix, limit=limit
+    )
     timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=limit)
     placement = _rules.check_placement(table, prefix, base_dir)
     return AcpEntryConfig(

@@ -10,14 +10,21 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from host._exceptions import ConfigError
 
 __all__ = [
+    "ACP_INITIALIZE_TIMEOUT_MS",
     "DEFAULT_KEEP_RUNS",
+    "DISPOSE_EOF_GRACE_MS",
+    "DISPOSE_GRACE_MS",
+    "INITIALIZE_TIMEOUT_MS",
+    "SDK_MODEL",
+    "SDK_PROVIDER",
+    "SHUTDOWN_TIMEOUT_MS",
     "AcpEntryConfig",
     "EntryConfig",
     "HostConfig",
@@ -27,13 +34,29 @@ __all__ = [
     "delegation_tool_name",
 ]
 
-DEFAULT_KEEP_RUNS = 1000
+DEFAULT_KEEP_RUNS: Final = 1000
 """How many of the newest run records retention keeps unless ``[host] keep_runs`` says otherwise."""
 
 _NOT_TOOL_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
 InheritEnv = Literal["scrubbed", "minimal"]
 """What a child inherits from the host environment: the scrubbed ambient environment, or only a short allowlist."""
+
+
+DISPOSE_EOF_GRACE_MS: Final = 6000.0
+"""Default teardown ladder bound on the child's exit after stdin EOF (both kinds)."""
+DISPOSE_GRACE_MS: Final = 3000.0
+"""Default SIGTERM→SIGKILL window and post-SIGKILL reap bound (both kinds)."""
+SDK_PROVIDER: Final = "deepseek-official"
+"""Default model provider a DSH SDK entry sends in ``initialize``."""
+SDK_MODEL: Final = "deepseek-v4-flash"
+"""Default model a DSH SDK entry sends in ``initialize``."""
+SHUTDOWN_TIMEOUT_MS: Final = 1000.0
+"""Default bound of the DSH SDK ``shutdown`` request."""
+INITIALIZE_TIMEOUT_MS: Final = 10000.0
+"""Default bound of the DSH SDK ``initialize`` request."""
+ACP_INITIALIZE_TIMEOUT_MS: Final = 60000.0
+"""Default ACP handshake deadline, covering ``initialize`` and ``session/new``."""
 
 
 class AcpEntryConfig(BaseModel):
@@ -57,11 +80,11 @@ class AcpEntryConfig(BaseModel):
     """``"minimal"`` passes only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TERM, TMPDIR and TZ, plus ``env``."""
     permission: Literal["allow", "reject"] = "reject"
     """The unattended permission policy."""
-    dispose_eof_grace_ms: float = 6000.0
+    dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Teardown ladder: how long the child may take to exit after stdin EOF."""
-    dispose_grace_ms: float = 3000.0
+    dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Teardown ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
-    initialize_timeout_ms: float = 60000.0
+    initialize_timeout_ms: float = ACP_INITIALIZE_TIMEOUT_MS
     """Handshake deadline covering ``initialize`` and ``session/new``."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""
@@ -88,19 +111,19 @@ class SdkEntryConfig(BaseModel):
     """Explicit child variables with ``${NAME}`` references already expanded; merged after the ambient scrub."""
     inherit_env: InheritEnv = "scrubbed"
     """``"minimal"`` passes only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TERM, TMPDIR and TZ, plus ``env``."""
-    provider: str = "deepseek-official"
+    provider: str = SDK_PROVIDER
     """The model provider sent in ``initialize``."""
-    model: str = "deepseek-v4-flash"
+    model: str = SDK_MODEL
     """The model sent in ``initialize``."""
     max_tokens: int | None = None
     """Sent in ``initialize`` only when set; an integer in 1 … 2^53−1."""
-    shutdown_timeout_ms: float = 1000.0
+    shutdown_timeout_ms: float = SHUTDOWN_TIMEOUT_MS
     """Bound of the ``shutdown`` request."""
-    dispose_eof_grace_ms: float = 6000.0
+    dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Teardown ladder: how long the runtime may take to exit after stdin EOF."""
-    dispose_grace_ms: float = 3000.0
+    dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Teardown ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
-    initialize_timeout_ms: float = 10000.0
+    initialize_timeout_ms: float = INITIALIZE_TIMEOUT_MS
     """Bound of the ``initialize`` request."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""

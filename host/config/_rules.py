@@ -13,11 +13,11 @@ from collections.abc import Collection, Mapping
 from typing import Final, TypedDict, cast
 
 from host._exceptions import ConfigError, UnsetHostVariableError
+from host._json import MAX_SAFE_INTEGER
 from host.config._env_refs import expand_env_references
 from host.config._models import InheritEnv
 
 __all__ = [
-    "MAX_TIMER_DELAY_MS",
     "SHARED_KEYS",
     "Launch",
     "Placement",
@@ -33,14 +33,10 @@ __all__ = [
     "check_placement",
     "check_positive_ms",
     "check_positive_safe_integer",
+    "is_accessible_directory",
     "reject_unknown_keys",
 ]
 
-MAX_TIMER_DELAY_MS: Final = 2147483647
-"""Upper bound of every millisecond value that feeds a timer (acp-provider.md §2.2)."""
-
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""Upper bound of ``max_tokens``: the largest integer a JSON peer reads exactly."""
 
 _ANY_EXECUTE_BIT: Final = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 
@@ -204,7 +200,7 @@ def check_positive_safe_integer(table: Mapping[str, object], key: str, prefix: s
     if key not in table:
         return None
     value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_SAFE_INTEGER:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SAFE_INTEGER:
         raise ConfigError(f"{prefix}{key} must be a positive safe integer")
     return value
 

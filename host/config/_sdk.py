@@ -8,8 +8,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from host.cancel import MAX_TIMER_DELAY_MS
 from host.config import _rules
-from host.config._models import SdkEntryConfig
+from host.config._models import (
+    DISPOSE_EOF_GRACE_MS,
+    DISPOSE_GRACE_MS,
+    INITIALIZE_TIMEOUT_MS,
+    SDK_MODEL,
+    SDK_PROVIDER,
+    SHUTDOWN_TIMEOUT_MS,
+    SdkEntryConfig,
+)
 
 __all__ = ["SDK_PREFIX", "validate_sdk_entry"]
 
@@ -25,10 +34,10 @@ _SDK_KEYS: Final = _rules.SHARED_KEYS | {
 
 # The protocol bounds and ladder graces, checked in this order (sdk-provider.md §2 step 6).
 _GRACE_DEFAULTS: Final = (
-    ("shutdown_timeout_ms", 1000.0),
-    ("dispose_eof_grace_ms", 6000.0),
-    ("dispose_grace_ms", 3000.0),
-    ("initialize_timeout_ms", 10000.0),
+    ("shutdown_timeout_ms", SHUTDOWN_TIMEOUT_MS),
+    ("dispose_eof_grace_ms", DISPOSE_EOF_GRACE_MS),
+    ("dispose_grace_ms", DISPOSE_GRACE_MS),
+    ("initialize_timeout_ms", INITIALIZE_TIMEOUT_MS),
 )
 
 
@@ -42,12 +51,12 @@ def validate_sdk_entry(
     """
     prefix = SDK_PREFIX
     launch = _rules.check_launch(table, _SDK_KEYS, prefix, environ, base_dir)
-    provider = _rules.check_non_empty_string(table, "provider", "deepseek-official", prefix)
-    model = _rules.check_non_empty_string(table, "model", "deepseek-v4-flash", prefix)
+    provider = _rules.check_non_empty_string(table, "provider", SDK_PROVIDER, prefix)
+    model = _rules.check_non_empty_string(table, "model", SDK_MODEL, prefix)
     graces = {
         key: _rules.check_positive_ms(table, key, default, prefix, limit=None) for key, default in _GRACE_DEFAULTS
     }
-    timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=_rules.MAX_TIMER_DELAY_MS)
+    timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=MAX_TIMER_DELAY_MS)
     max_tokens = _rules.check_positive_safe_integer(table, "max_tokens", prefix)
     placement = _rules.check_placement(table, prefix, base_dir)
     return SdkEntryConfig(

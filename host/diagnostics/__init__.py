@@ -1,5 +1,5 @@
-"""The result seam: ``SubagentResult``, the 4096-byte bound, the fixed failure lines, settlement, and the
-foreground and background presentations of a run.
+"""The result seam: ``SubagentResult``, the 4096-byte bound, the fixed failure lines, and the foreground and background
+presentations of a run.
 
 Model-visible text built here comes only from closed facts; raw errors reach only the logger, the error sink and
 ``__cause__``.
@@ -7,12 +7,7 @@ Model-visible text built here comes only from closed facts; raw errors reach onl
 
 from __future__ import annotations
 
-from host.diagnostics._foreground import (
-    DISPOSE_ON_CANCEL_TIMEOUT_S,
-    foreground_failure_message,
-    settle_foreground_run,
-    text_of,
-)
+from host.diagnostics._foreground import foreground_failure_message, text_of
 from host.diagnostics._handle import CancelFlag, SettleableRun
 from host.diagnostics._jobs import (
     JOB_KILL_REASON,
@@ -51,7 +46,6 @@ from host.diagnostics._result import (
     SubagentResult,
     limit_diagnostic,
 )
-from host.diagnostics._settle import ErrorSink, call_error_sink, normalize_result, settle_run_result
 
 __all__ = [
     "ACP_RUN_FAILURE_PREFIX",
@@ -63,8 +57,6 @@ __all__ = [
     "CancelFlag",
     "DIAGNOSTIC_LIMIT_BYTES",
     "DIAGNOSTIC_TRUNCATED_SUFFIX",
-    "DISPOSE_ON_CANCEL_TIMEOUT_S",
-    "ErrorSink",
     "JOB_KILL_REASON",
     "JobOutcome",
     "JobStatus",
@@ -80,19 +72,15 @@ __all__ = [
     "acp_failure_line",
     "acp_run_failure",
     "acp_tool_kind",
-    "call_error_sink",
     "foreground_failure_message",
     "job_outcome_of",
     "job_report_text",
     "limit_diagnostic",
-    "normalize_result",
     "permission_line",
     "sdk_failure_line",
     "sdk_run_failure",
-    "settle_foreground_run",
     "settle_job_run",
     "settle_job_start",
-    "settle_run_result",
     "status_line",
     "text_of",
 ]

@@ -1,6 +1,7 @@
 """The slice of a run handle the foreground and background adapters need.
 
-``host._run.SubagentRun`` satisfies it structurally; this layer sits below ``host._run`` and must not import it.
+``host._contracts.SubagentRun`` satisfies it structurally; this layer sits below ``host._contracts`` and must not
+import it.
 """
 
 from __future__ import annotations

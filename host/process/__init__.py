@@ -11,7 +11,7 @@ from __future__ import annotations
 from host.process._env import MINIMAL_NAMES, build_child_env, is_scrubbed, scrub_environment, scrubbed_names
 from host.process._handle import ProcessHandle
 from host.process._keeper import hold_keeper, release_keeper
-from host.process._ladder import SharedTeardown, run_teardown_ladder
+from host.process._ladder import SharedTeardown, climb_teardown_ladder, run_teardown_ladder
 from host.process._managed import ManagedProcess, spawn_managed
 from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
@@ -24,6 +24,7 @@ __all__ = [
     "SharedTeardown",
     "adopt_orphans",
     "build_child_env",
+    "climb_teardown_ladder",
     "hold_keeper",
     "is_scrubbed",
     "reap_orphans",

@@ -66,7 +66,7 @@ class ProcessHandle(Protocol):
         """Add the leader's current descendants to the managed tree."""
         ...
 
-    def quiescent(self) -> bool:
+    def tree_gone(self) -> bool:
         """Whether the direct child's exit was observed and the whole tree is gone (non-blocking)."""
         ...
 

@@ -16,7 +16,7 @@ import anyio
 from host._exceptions import AggregateError
 from host.process._handle import ProcessHandle, SupportsAclose
 
-__all__ = ["SharedTeardown", "run_teardown_ladder"]
+__all__ = ["SharedTeardown", "climb_teardown_ladder", "run_teardown_ladder"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +36,21 @@ async def run_teardown_ladder(handle: ProcessHandle, *, eof_grace_ms: float, agg
         Exception: The single rung error, as is.
         AggregateError: Several rungs failed; ``errors`` holds them in rung order.
     """
-    errors: list[Exception] = []
     with anyio.CancelScope(shield=True):
-        try:
-            await _climb(handle, eof_grace_ms, errors)
-        finally:
-            await _release(handle)
+        await climb_teardown_ladder(handle, eof_grace_ms=eof_grace_ms, aggregate_message=aggregate_message)
+
+
+async def climb_teardown_ladder(handle: ProcessHandle, *, eof_grace_ms: float, aggregate_message: str) -> None:
+    """:func:`run_teardown_ladder` without its own shield, for a caller whose teardown is already shielded.
+
+    Raises:
+        Exception | AggregateError: as for :func:`run_teardown_ladder`.
+    """
+    errors: list[Exception] = []
+    try:
+        await _climb(handle, eof_grace_ms, errors)
+    finally:
+        await _release(handle)
     if len(errors) == 1:
         raise errors[0]
     if errors:

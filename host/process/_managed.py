@@ -21,7 +21,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process, TaskGroup
 
 from host._exceptions import ProcessTreeSurvivedError
-from host.cancel import format_ms
+from host._json import format_ms
 from host.process._handle import ProcessHandle
 from host.process._keeper import KeeperTicket, enrol
 from host.process._outcome import ProcessOutcome
@@ -126,7 +126,7 @@ class ManagedProcess(ProcessHandle):
         if self._stderr_tail is not None:
             await self._stderr_tail.closed.wait()
 
-    def quiescent(self) -> bool:
+    def tree_gone(self) -> bool:
         """Whether the direct child's exit was observed and the whole tree is gone (non-blocking)."""
         if self._tree_gone:
             return True
@@ -158,8 +158,8 @@ class ManagedProcess(ProcessHandle):
         with anyio.move_on_after(max(bound_ms, 0.0) / 1000):
             if self.outcome is None:
                 await self._process.wait()
-            await poll_until(self.quiescent)
-        return self.quiescent()
+            await poll_until(self.tree_gone)
+        return self.tree_gone()
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (EOF); errors of an already-dead or closed pipe are ignored."""
@@ -178,7 +178,7 @@ class ManagedProcess(ProcessHandle):
             return
         self._terminated = anyio.Event()
         try:
-            if self.quiescent():
+            if self.tree_gone():
                 return
             self.snapshot_descendants()
             self._tree.send(signal.SIGTERM)
@@ -194,7 +194,7 @@ class ManagedProcess(ProcessHandle):
             self._terminated.set()
 
     def _send_kill(self) -> None:
-        if not self.quiescent():
+        if not self.tree_gone():
             self._tree.send(signal.SIGKILL)
             self._killed_at = anyio.current_time()
 
@@ -204,7 +204,7 @@ class ManagedProcess(ProcessHandle):
         Raises:
             ProcessTreeSurvivedError: The tree is still alive when that bound expires.
         """
-        if self.quiescent():
+        if self.tree_gone():
             return
         start = self._killed_at if self._killed_at is not None else anyio.current_time()
         remaining_ms = (start - anyio.current_time()) * 1000 + self._grace_ms
@@ -225,12 +225,12 @@ class ManagedProcess(ProcessHandle):
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
-            if not self.quiescent():
+            if not self.tree_gone():
                 logger.debug("releasing child %d while its tree is alive; sending SIGKILL", self.pid)
                 self.snapshot_descendants()
                 self._send_kill()
                 await self.wait_exit(self._grace_ms)
-            if self._stderr_tail is not None and self.quiescent():
+            if self._stderr_tail is not None and self.tree_gone():
                 with anyio.move_on_after(_STDERR_SETTLE_S):
                     await self._stderr_tail.closed.wait()
             with anyio.move_on_after(self._grace_ms / 1000):

@@ -21,8 +21,8 @@ from typing import Final, Protocol, runtime_checkable
 
 import anyio
 
+from host._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host._json import ContentBlock
-from host._run import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.config import EntryConfig
 from host.diagnostics import SubagentResult
 from host.process import ProcessOutcome

@@ -12,15 +12,15 @@ from typing import Final, Literal
 
 from anyio.abc import TaskGroup
 
-from host._exceptions import ConfigError
-from host._provider_support import EntryProvider
-from host._run import Capabilities, Provider, SubagentRequest, SubagentRun
+from host._contracts import Capabilities, Provider, SubagentRequest
+from host._entry_provider import EntryProvider
+from host._exceptions import ConfigError, SubagentHostError
 from host.config import SdkEntryConfig
 from host.diagnostics import sdk_run_failure
 from host.sdk_provider._run import START_ABORTED_MESSAGE, ClientFactory, SdkRun, start_sdk_run
 from host.sdk_provider.client import SdkClient, SdkRunSpec
 
-__all__ = ["HOST_LOGGER_NAME", "DshSdkProvider"]
+__all__ = ["HOST_LOGGER_NAME", "DshSdkProvider", "spec_of_entry"]
 
 HOST_LOGGER_NAME: Final = "host.sdk_provider"
 """The logger that receives the provider's host lines unless another one is passed."""
@@ -43,7 +43,11 @@ def spec_of_entry(entry: SdkEntryConfig, cwd: str) -> SdkRunSpec:
     )
 
 
-class DshSdkProvider(EntryProvider, Provider):
+def _configuration_failure(raw: ConfigError) -> SubagentHostError:
+    return sdk_run_failure("initialize", "configuration", raw)
+
+
+class DshSdkProvider(Provider):
     """Runs each request in a fresh DSH SDK runtime (one process per run, no reuse)."""
 
     def __init__(
@@ -62,15 +66,23 @@ class DshSdkProvider(EntryProvider, Provider):
             logger: the host logger; ``host.sdk_provider`` by default.
             client_factory: builds each run's client (a test seam; ``SdkClient`` by default).
         """
-        super().__init__(
+        self._config = entry
+        self._task_group = task_group
+        self._client_factory = client_factory
+        self._entry: EntryProvider[SdkRun] = EntryProvider(
             entry.name,
-            task_group=task_group,
+            configured_cwd=entry.cwd,
             logger=logger if logger is not None else logging.getLogger(HOST_LOGGER_NAME),
             prefix="subagent-dsh-sdk",
             start_aborted_message=START_ABORTED_MESSAGE,
+            configuration_failure=_configuration_failure,
+            build_run=self._build_run,
         )
-        self._entry = entry
-        self._client_factory = client_factory
+
+    @property
+    def name(self) -> str:
+        """The entry name."""
+        return self._entry.name
 
     @property
     def kind(self) -> Literal["dsh-sdk"]:
@@ -82,7 +94,7 @@ class DshSdkProvider(EntryProvider, Provider):
         """DSH SDK runs accept ``agent_options``."""
         return Capabilities(agent_options=True)
 
-    async def start(self, request: SubagentRequest) -> SubagentRun:
+    async def start(self, request: SubagentRequest) -> SdkRun:
         """Start a run; returns once the runtime answered ``initialize``.
 
         Raises:
@@ -91,19 +103,18 @@ class DshSdkProvider(EntryProvider, Provider):
             AggregateError: a startup failure or cancellation whose client close failed too.
             SubagentHostError: the provider was closed.
         """
-        self._check_startable(request)
-        try:
-            cwd = self._child_cwd(self._entry.cwd, request)
-        except ConfigError as raw:
-            raise sdk_run_failure("initialize", "configuration", raw) from raw
-        run = await start_sdk_run(
+        return await self._entry.start(request)
+
+    async def aclose(self) -> None:
+        """Dispose every live run (shielded; each release is bounded); later ``start`` calls raise. Idempotent."""
+        await self._entry.aclose()
+
+    async def _build_run(self, request: SubagentRequest, cwd: str) -> SdkRun:
+        return await start_sdk_run(
             request,
-            spec_of_entry(self._entry, cwd),
+            spec_of_entry(self._config, cwd),
             task_group=self._task_group,
-            on_error=self._log_run_failure,
+            on_error=self._entry.log_run_failure,
             client_factory=self._client_factory,
             provider_name=self.name,
         )
-        assert isinstance(run, SdkRun)
-        await self._adopt(run)
-        return run

@@ -14,18 +14,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
-import anyio
 from anyio.abc import TaskGroup
 
+from host._contracts import AgentOptions, SubagentRequest
 from host._exceptions import SdkRunFailure, StartAbortedError
 from host._json import ContentBlock
-from host._provider_support import ChildRun, RunContext
-from host._run import AgentOptions, SubagentRequest, SubagentRun
+from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host.diagnostics import (
-    ErrorSink,
     SdkCategory,
     SubagentResult,
-    call_error_sink,
     sdk_failure_line,
     sdk_run_failure,
 )
@@ -38,7 +35,7 @@ from host.sdk_provider.client import (
     SessionNotification,
     SessionRunOutcome,
 )
-from host.stream import SdkChunkMapper
+from host.stream import SdkChunkMapper, TranscriptEvent
 
 __all__ = ["START_ABORTED_MESSAGE", "ClientFactory", "SdkClientLike", "SdkRun", "resolve_route", "start_sdk_run"]
 
@@ -86,60 +83,109 @@ def resolve_route(spec: SdkRunSpec, options: AgentOptions | None) -> SdkRunSpec:
     )
 
 
-class SdkRun(ChildRun):
-    """The state of one run: its client, fold and the receipt-gated session run."""
+class SdkRun:
+    """One DSH SDK run: its lifecycle, client, fold and the receipt-gated session run."""
 
-    def __init__(self, context: RunContext, *, client: SdkClientLike) -> None:
-        super().__init__(context, kind="dsh-sdk", release=client.aclose, start_aborted_message=START_ABORTED_MESSAGE)
-        self._prompt = context.request.prompt
+    def __init__(
+        self,
+        request: SubagentRequest,
+        *,
+        client: SdkClientLike,
+        task_group: TaskGroup,
+        on_error: ErrorSink | None,
+        provider_name: str,
+    ) -> None:
+        self._prompt = request.prompt
         self._client = client
+        self._task_group = task_group
         self._session_id = "session-" + uuid.uuid4().hex
         self._mapper = SdkChunkMapper()
         self._fold = OutputFold()
         self._failure_category: SdkCategory = "unknown"
+        self._lifecycle: RunLifecycle[Exception] = RunLifecycle(
+            request,
+            run_id=new_run_id(),
+            kind="dsh-sdk",
+            provider_name=provider_name,
+            task_group=task_group,
+            on_error=on_error,
+            start_aborted_message=START_ABORTED_MESSAGE,
+            output=self._output,
+            freeze=self._freeze,
+            release=client.aclose,
+            release_failure=self._release_failure,
+            report_interrupted_release=True,
+        )
+        self._journal = self._lifecycle.journal
+
+    # -- SubagentRun -------------------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The host-minted run id (never the child's session id)."""
+        return self._lifecycle.id
+
+    @property
+    def transcript(self) -> tuple[TranscriptEvent, ...]:
+        """A snapshot of the run's transcript."""
+        return self._lifecycle.transcript
+
+    @property
+    def disposed(self) -> bool:
+        """Whether the client was closed."""
+        return self._lifecycle.disposed
+
+    async def result(self) -> SubagentResult:
+        """Wait for the settled result; never raises."""
+        return await self._lifecycle.result()
+
+    async def dispose(self) -> None:
+        """Cancel locally, then close the client once; every call sees the same outcome.
+
+        Raises:
+            SdkRunFailure: closing failed, as ``R(shutdown, unknown)``; the raw error is its ``__cause__``.
+        """
+        await self._lifecycle.dispose()
 
     # -- startup -----------------------------------------------------------------------------------------------
 
-    async def start_up(self) -> None:
+    @classmethod
+    async def start(
+        cls,
+        request: SubagentRequest,
+        client: SdkClientLike,
+        *,
+        task_group: TaskGroup,
+        on_error: ErrorSink | None,
+        provider_name: str,
+    ) -> SdkRun:
         """Race the handshake against local cancel; publish, or close the client once and raise (§5.1, §5.8)."""
-        self._listen()
-        failure: Exception | None = None
-        cancelled_first = False
-        with self._interruptible():
-            try:
-                await self._client.start(self._task_group)
-            except Exception as exc:
-                # The first to settle decides: a failure that settled before any cancel is authoritative.
-                failure, cancelled_first = exc, self._cancelled
-        cancelled = cancelled_first or (failure is None and (self._cancelled or self._signal.cancelled))
-        if failure is None and not cancelled:
-            self._publish(self._drive, name=f"DSH SDK session run {self._id}")
-            return
-        self._remove_listener_once()
-        if cancelled:
-            await self._roll_back(None)
-        assert failure is not None
-        call_error_sink(self._on_error, failure)
-        await self._roll_back(sdk_run_failure("initialize", classify_error(failure), failure))
+        run = cls(request, client=client, task_group=task_group, on_error=on_error, provider_name=provider_name)
+        await run._lifecycle.start(
+            run._handshake,
+            startup_failure=run._startup_failure,
+            attempt=run._attempt,
+            diagnostic=lambda: sdk_failure_line("session-run", run._failure_category),
+            name=f"DSH SDK session run {run.id}",
+        )
+        return run
 
-    async def roll_back_interrupted_start(self) -> None:
-        """Close the private client after ``start_up`` was interrupted by the caller's own cancellation."""
-        self._remove_listener_once()
-        close_error: Exception | None = None
-        with anyio.CancelScope(shield=True):
-            close_error = await self._release_once()
-        if close_error is not None:
-            call_error_sink(self._on_error, close_error)
+    async def _handshake(self) -> Exception | None:
+        try:
+            await self._client.start(self._task_group)
+        except Exception as exc:
+            # The first to settle decides: a failure that settled before any cancel is authoritative.
+            return exc
+        return None
+
+    async def _startup_failure(self, failure: Exception) -> SdkRunFailure:
+        call_error_sink(self._lifecycle.on_error, failure)
+        return sdk_run_failure("initialize", classify_error(failure), failure)
 
     # -- the published attempt ---------------------------------------------------------------------------------
 
-    async def _drive(self) -> None:
-        await self._settle_attempt(
-            self._attempt, collect_diagnostic=lambda: sdk_failure_line("session-run", self._failure_category)
-        )
-
     async def _attempt(self) -> SubagentResult:
-        with self._interruptible():
+        with self._lifecycle.interruptible():
             try:
                 outcome = await self._client.run(self._session_id, self._prompt, on_notification=self._observe)
             except Exception as exc:
@@ -174,7 +220,7 @@ class SdkRun(ChildRun):
 
     def _release_failure(self, raw: Exception) -> SdkRunFailure:
         """Report a close failure to the sink and build its safe form ``R(shutdown, unknown)``."""
-        call_error_sink(self._on_error, raw)
+        call_error_sink(self._lifecycle.on_error, raw)
         return sdk_run_failure("shutdown", "unknown", raw)
 
 
@@ -186,7 +232,7 @@ async def start_sdk_run(
     on_error: ErrorSink | None = None,
     client_factory: ClientFactory = SdkClient,
     provider_name: str = "dsh-sdk",
-) -> SubagentRun:
+) -> SdkRun:
     """Start one run from a resolved spec; return it once ``initialize`` succeeded (the ownership transfer).
 
     Args:
@@ -206,7 +252,4 @@ async def start_sdk_run(
     if request.signal.cancelled:
         raise StartAbortedError(START_ABORTED_MESSAGE)
     client = client_factory(resolve_route(spec, request.agent_options))
-    context = RunContext(request=request, task_group=task_group, on_error=on_error, provider_name=provider_name)
-    run = SdkRun(context, client=client)
-    await run.open()
-    return run
+    return await SdkRun.start(request, client, task_group=task_group, on_error=on_error, provider_name=provider_name)

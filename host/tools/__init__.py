@@ -2,7 +2,7 @@
 
 ``ToolRegistry.execute`` runs the pipeline of tool-registry.md §6 and always returns exactly one ``ToolResult``;
 ``define_tool`` builds definitions from pydantic models; ``install_timeout_policy`` lives in
-``host.tools.timeout_policy``. ``create_delegation_tool`` builds ``delegate_<name>``; ``JobRunner`` and
+``host.tools._timeout_policy``. ``create_delegation_tool`` builds ``delegate_<name>``; ``JobRunner`` and
 ``create_job_tools`` run one-shot background jobs and expose them as ``job_output`` / ``job_list`` / ``job_kill``.
 """
 
@@ -49,6 +49,7 @@ from host.tools._results import (
     tool_failure_from_exception,
 )
 from host.tools._snapshot import NOT_LOSSLESS, NotLossless, snapshot_json
+from host.tools._timeout_policy import install_timeout_policy
 from host.tools._types import (
     Accept,
     Allow,
@@ -81,7 +82,6 @@ from host.tools._types import (
     ToolRunContext,
     ToolSuccess,
 )
-from host.tools.timeout_policy import install_timeout_policy
 
 __all__ = [
     "BACKGROUND_JOBS_UNAVAILABLE",

@@ -11,16 +11,17 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, TypeAdapter
 
-from host._exceptions import SubagentHostError
+from host._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
+from host._exceptions import AggregateError, SubagentHostError, SubagentRunError, describe_error
 from host._json import ContentBlock, JsonValue
-from host._run import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.cancel import CancelSignal
 from host.config import EntryConfig, delegation_tool_name
-from host.diagnostics import SubagentResult, settle_foreground_run, text_of
+from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
 from host.stream import FrameObserver, StreamFrame
 from host.tools._define import define_tool
 from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
@@ -36,6 +37,7 @@ __all__ = [
     "RunHooks",
     "create_delegation_tool",
     "default_description",
+    "settle_foreground_run",
 ]
 
 logger = logging.getLogger(__name__)
@@ -209,3 +211,58 @@ async def _report_result(run: SubagentRun, on_result: Callable[[str, SubagentRes
         on_result(run.id, result)
     except Exception:  # containment boundary: a result observer never changes the call or skips the dispose
         logger.exception("subagent-host: result observer failed for run %s", run.id)
+
+
+# Bounds the shielded dispose when the awaiting task itself is cancelled (the ladder bounds it normally).
+DISPOSE_ON_CANCEL_TIMEOUT_S: Final = 30.0
+_AGGREGATE_MESSAGE: Final = "subagent run failed: {result}; dispose failed: {dispose}"
+
+
+async def settle_foreground_run(run: SettleableRun) -> dict[str, Any]:
+    """Await the run's result, always dispose it, and return the foreground tool value.
+
+    Returns:
+        ``{"kind": "foreground", "run_id": run.id, "output": result.output}`` for a ``completed`` run.
+
+    Raises:
+        SubagentRunError: the run did not complete (message per ``foreground_failure_message``).
+        AggregateError: the run did not complete and dispose failed too.
+        Exception: whatever ``dispose()`` raised, when only disposal failed.
+    """
+    result: SubagentResult | None = None
+    result_error: Exception | None = None
+    try:
+        result = await run.result()
+    except Exception as exc:  # result() must never raise; an infrastructure fault still gets the dispose
+        result_error = exc
+    except BaseException:
+        await _dispose_on_cancel(run)
+        raise
+    if result is not None and result.stop_reason != "completed":
+        result_error = SubagentRunError(foreground_failure_message(result))
+
+    dispose_error: Exception | None = None
+    try:
+        await run.dispose()
+    except Exception as exc:
+        dispose_error = exc
+
+    if result_error is not None and dispose_error is not None:
+        message = _AGGREGATE_MESSAGE.format(result=describe_error(result_error), dispose=describe_error(dispose_error))
+        raise AggregateError([result_error, dispose_error], message)
+    if result_error is not None:
+        raise result_error
+    if dispose_error is not None:
+        raise dispose_error
+    assert result is not None
+    return {"kind": "foreground", "run_id": run.id, "output": result.output}
+
+
+async def _dispose_on_cancel(run: SettleableRun) -> None:
+    with anyio.move_on_after(DISPOSE_ON_CANCEL_TIMEOUT_S, shield=True) as scope:
+        try:
+            await run.dispose()
+        except Exception:
+            logger.warning("subagent-host: dispose of run %s failed after cancellation", run.id, exc_info=True)
+    if scope.cancelled_caught:
+        logger.warning("subagent-host: dispose of run %s did not finish after cancellation", run.id)

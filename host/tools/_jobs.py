@@ -19,9 +19,10 @@ from typing import Final, Literal, TypeAlias
 import anyio
 from anyio.abc import TaskGroup
 
+from host._contracts import SubagentRun
 from host._exceptions import JobNotFoundError, SubagentHostError, describe_error
-from host._run import SubagentRun
-from host.cancel import CancelController, CancelSignal, deadline, format_ms, timeout_of
+from host._json import format_ms
+from host.cancel import CancelController, CancelSignal, deadline, timeout_of
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
 from host.stream import FrameObserver, StreamFrame
 

@@ -9,17 +9,17 @@ invoked, ``ABORTED_BEFORE_DISPATCH`` if not.
 from __future__ import annotations
 
 import copy
-import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Final, Generic, TypeVar, cast
+from typing import Any, Final, cast
 
 import anyio
 
 from host._exceptions import ToolNotFoundError
 from host._json import ContentBlock
 from host.cancel import MAX_TIMER_DELAY_MS, CancelSignal, fuse
+from host.tools._hooks import Hooks as _Hooks
 from host.tools._results import (
     aborted_before_dispatch_result,
     aborted_result,
@@ -27,6 +27,15 @@ from host.tools._results import (
     exception_text,
     failure_result,
     tool_failure_from_exception,
+)
+from host.tools._results import (
+    block_message as _block_message,
+)
+from host.tools._results import (
+    json_text as _json_text,
+)
+from host.tools._results import (
+    materialize as _materialize,
 )
 from host.tools._snapshot import NOT_LOSSLESS, snapshot_json
 from host.tools._types import (
@@ -60,37 +69,10 @@ __all__ = ["ToolRegistry"]
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 ARGUMENTS_NOT_LOSSLESS_MESSAGE: Final = "tool execution arguments must be losslessly JSON-serializable"
-RESULT_NOT_LOSSLESS_MESSAGE: Final = "tool result must be losslessly JSON-serializable"
 NEXT_CALLED_TWICE_MESSAGE: Final = "tools/execute next() called more than once"
 ACCEPT_BOTH_MESSAGE: Final = "tools/post-execute accept decision cannot replace both value and content"
 ACCEPT_VALUE_ON_FAILURE_MESSAGE: Final = "tools/post-execute cannot replace the value of a failed result"
-BLOCKED_MESSAGE: Final = "tool result blocked by post-execute policy"
-
-
-class _Hooks(Generic[T]):
-    """An ordered set of callbacks; each registration gets its own idempotent remover."""
-
-    __slots__ = ("_items", "_next_key")
-
-    def __init__(self) -> None:
-        self._items: dict[int, T] = {}
-        self._next_key = 0
-
-    def add(self, item: T) -> Callable[[], None]:
-        key = self._next_key
-        self._next_key += 1
-        self._items[key] = item
-
-        def remove() -> None:
-            self._items.pop(key, None)
-
-        return remove
-
-    def snapshot(self) -> tuple[T, ...]:
-        return tuple(self._items.values())
 
 
 @dataclass(slots=True)
@@ -404,40 +386,3 @@ def _execution_of(input: ToolExecutionInput, arguments: Any, token: object) -> T
         agent=input.agent,
         token=token,
     )
-
-
-def _materialize(candidate: ToolResult) -> ToolResult:
-    """A detached lossless copy of ``candidate``, or the ``tool result must be ...`` error."""
-    try:
-        content = snapshot_json(candidate.content)
-        if isinstance(candidate, ToolSuccess):
-            value = snapshot_json(candidate.value)
-            if content is NOT_LOSSLESS or value is NOT_LOSSLESS or not isinstance(content, list):
-                return failure_result(RESULT_NOT_LOSSLESS_MESSAGE)
-            return ToolSuccess(value, cast("list[ContentBlock]", content))
-        error = snapshot_json(candidate.error.to_json())
-    except Exception as exc:
-        return tool_failure_from_exception(exc)
-    if content is NOT_LOSSLESS or error is NOT_LOSSLESS or not isinstance(content, list):
-        return failure_result(RESULT_NOT_LOSSLESS_MESSAGE)
-    message = cast("object", candidate.error.message)
-    if not isinstance(message, str):
-        return failure_result(RESULT_NOT_LOSSLESS_MESSAGE)
-    return ToolFailure(ToolError(message, candidate.error.info), cast("list[ContentBlock]", content))
-
-
-def _block_message(feedback: Sequence[ContentBlock]) -> str:
-    parts: list[str] = []
-    for item in feedback:
-        block = cast("object", item)
-        kind: object = cast("dict[str, object]", block).get("type") if isinstance(block, dict) else None
-        text: object = cast("dict[str, object]", block).get("text") if kind == "text" else None
-        parts.append(text if isinstance(text, str) else f"[{kind} content]")
-    return "\n".join(parts) or BLOCKED_MESSAGE
-
-
-def _json_text(value: object) -> str:
-    try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)

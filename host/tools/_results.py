@@ -6,14 +6,14 @@ only through ``build_success``, which snapshots, validates and renders the value
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Final, cast
 
 from pydantic import ValidationError
 
 from host._exceptions import CodedError, ToolNotFoundError, ToolOutputError
-from host._json import ContentBlock, JsonValue
-from host.cancel import format_ms
+from host._json import ContentBlock, JsonValue, format_ms
 from host.tools._snapshot import NOT_LOSSLESS, snapshot_json
 from host.tools._types import ToolDefinition, ToolError, ToolErrorInfo, ToolFailure, ToolResult, ToolSuccess
 
@@ -127,3 +127,44 @@ def _value_violations(error: ValidationError) -> Sequence[str]:
         path = ".".join(["value", *(str(part) for part in detail["loc"])])
         violations.append(f'"{path}" {detail["msg"]}')
     return violations
+
+
+RESULT_NOT_LOSSLESS_MESSAGE: Final = "tool result must be losslessly JSON-serializable"
+BLOCKED_MESSAGE: Final = "tool result blocked by post-execute policy"
+
+
+def materialize(candidate: ToolResult) -> ToolResult:
+    """A detached lossless copy of ``candidate``, or the ``tool result must be ...`` error."""
+    try:
+        content = snapshot_json(candidate.content)
+        if isinstance(candidate, ToolSuccess):
+            value = snapshot_json(candidate.value)
+            if content is NOT_LOSSLESS or value is NOT_LOSSLESS or not isinstance(content, list):
+                return failure_result(RESULT_NOT_LOSSLESS_MESSAGE)
+            return ToolSuccess(value, cast("list[ContentBlock]", content))
+        error = snapshot_json(candidate.error.to_json())
+    except Exception as exc:
+        return tool_failure_from_exception(exc)
+    if content is NOT_LOSSLESS or error is NOT_LOSSLESS or not isinstance(content, list):
+        return failure_result(RESULT_NOT_LOSSLESS_MESSAGE)
+    message = cast("object", candidate.error.message)
+    if not isinstance(message, str):
+        return failure_result(RESULT_NOT_LOSSLESS_MESSAGE)
+    return ToolFailure(ToolError(message, candidate.error.info), cast("list[ContentBlock]", content))
+
+
+def block_message(feedback: Sequence[ContentBlock]) -> str:
+    parts: list[str] = []
+    for item in feedback:
+        block = cast("object", item)
+        kind: object = cast("dict[str, object]", block).get("type") if isinstance(block, dict) else None
+        text: object = cast("dict[str, object]", block).get("text") if kind == "text" else None
+        parts.append(text if isinstance(text, str) else f"[{kind} content]")
+    return "\n".join(parts) or BLOCKED_MESSAGE
+
+
+def json_text(value: object) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -11,8 +11,9 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Literal
 
-from host._run import SubagentRequest, SubagentRun
-from host.acp_provider import AcpRunSpec, SpawnFn, start_acp_run
+from host._child import SpawnFn
+from host._contracts import SubagentRequest, SubagentRun
+from host.acp_provider import AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
 from host.process import spawn_managed
 from tests._provider_helpers import PROCESS_TIMEOUT_S as PROCESS_TIMEOUT_S

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
-from host.acp_provider import SpawnFn
+from host._child import SpawnFn
 from host.process import ProcessHandle, ProcessOutcome, spawn_managed
 from host.process._handle import SupportsAclose
 from tests.acp_conformance import WireRecorder
@@ -60,8 +60,8 @@ class ForwardingHandle(ProcessHandle, SupportsAclose):
     def snapshot_descendants(self) -> None:
         self.inner.snapshot_descendants()
 
-    def quiescent(self) -> bool:
-        return self.inner.quiescent()
+    def tree_gone(self) -> bool:
+        return self.inner.tree_gone()
 
     async def aclose(self) -> None:
         if isinstance(self.inner, SupportsAclose):

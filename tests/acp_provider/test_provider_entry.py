@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from host import Host
+from host._contracts import AgentOptions, SubagentRequest, check_capabilities
 from host._exceptions import AcpRunFailure, ConfigError, UnsupportedCapabilityError
-from host._run import AgentOptions, SubagentRequest, check_capabilities
 from host.acp_provider import AcpProvider
 from host.cancel import CancelController
 from host.config import AcpEntryConfig, parse_config

@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from host._contracts import SubagentRun
 from host._exceptions import AcpRunFailure
-from host._run import SubagentRun
 from host.acp_provider import start_acp_run
 from host.cancel import CancelController
 from host.stream import ChunkFrame, EventFrame, StreamFrame

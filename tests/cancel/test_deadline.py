@@ -7,7 +7,8 @@ import math
 import anyio
 import pytest
 
-from host.cancel import MAX_TIMER_DELAY_MS, CancelController, TimeoutReason, deadline, format_ms, timeout_of
+from host._json import format_ms
+from host.cancel import MAX_TIMER_DELAY_MS, CancelController, TimeoutReason, deadline, timeout_of
 
 RANGE_MESSAGE = "deadline timeout_ms must be a positive finite number no greater than 2147483647"
 

@@ -15,7 +15,7 @@ import anyio
 import psutil
 
 from host import CancelController, Host, RunHooks, SubagentResult, load_config
-from host._run import SubagentRequest
+from host._contracts import SubagentRequest
 from host.diagnostics import (
     DIAGNOSTIC_LIMIT_BYTES,
     AcpCategory,

@@ -15,9 +15,9 @@ from host.diagnostics import (
     SubagentResult,
     acp_run_failure,
     foreground_failure_message,
-    settle_foreground_run,
     text_of,
 )
+from host.tools._delegation import settle_foreground_run
 from tests.diagnostics._helpers import HangingRun, ScriptedRun
 
 PARTIAL = "\nPartial output before the run ended:\npartial reply"

@@ -1,4 +1,4 @@
-"""The request, options and capability gate of ``host._run`` (stream-and-results.md §1–§2, acceptance 11)."""
+"""The request, options and capability gate of ``host._contracts`` (stream-and-results.md §1–§2, acceptance 11)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pydantic
 import pytest
 
+from host._contracts import AgentOptions, Capabilities, Provider, SubagentRequest, SubagentRun, check_capabilities
 from host._exceptions import UnsupportedCapabilityError
-from host._run import AgentOptions, Capabilities, Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.cancel import CancelController
 from host.stream import ProviderKind
 from tests.diagnostics._helpers import ScriptedRun

@@ -51,7 +51,7 @@ async def test_the_exit_is_observed_while_a_grandchild_holds_stdout() -> None:
             assert await handle.wait_outcome() == ProcessOutcome(exit_code=0, signal=None)
         assert handle.outcome == ProcessOutcome(exit_code=0, signal=None)
         # The grandchild still holds stdout: the tree is not gone, and the exit facts did not wait for it.
-        assert not handle.quiescent()
+        assert not handle.tree_gone()
 
 
 @pytest.mark.anyio

@@ -73,8 +73,8 @@ class FailingWaits(ProcessHandle):
     def snapshot_descendants(self) -> None:
         self._inner.snapshot_descendants()
 
-    def quiescent(self) -> bool:
-        return self._inner.quiescent()
+    def tree_gone(self) -> bool:
+        return self._inner.tree_gone()
 
     async def aclose(self) -> None:
         await self._inner.aclose()

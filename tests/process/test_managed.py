@@ -54,7 +54,7 @@ async def test_child_that_exits_on_eof_ends_at_the_eof_rung_with_exit_code_zero(
         with anyio.fail_after(COLD_START_S):
             await run_teardown_ladder(handle, eof_grace_ms=5000, aggregate_message=ACP_TEARDOWN_FAILED)
         assert handle.outcome == ProcessOutcome(exit_code=0, signal=None)
-        assert handle.quiescent()
+        assert handle.tree_gone()
 
 
 @pytest.mark.anyio
@@ -166,7 +166,7 @@ async def test_wait_exit_returns_false_when_the_bound_expires_on_a_live_child() 
         with anyio.fail_after(5):
             assert await handle.wait_exit(50) is False
         assert handle.outcome is None
-        assert not handle.quiescent()
+        assert not handle.tree_gone()
 
 
 @pytest.mark.anyio
@@ -181,7 +181,7 @@ async def test_concurrent_terminate_calls_share_one_escalation() -> None:
             await handle.wait_reaped()
             await handle.terminate()
         assert handle.outcome == ProcessOutcome(exit_code=None, signal="SIGKILL")
-        assert handle.quiescent()
+        assert handle.tree_gone()
 
 
 @pytest.mark.anyio

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from host._run import SubagentRequest, SubagentRun
+from host._contracts import SubagentRequest, SubagentRun
 from host.config import SdkEntryConfig
 from host.diagnostics import SubagentResult
 from host.sdk_provider import ClientFactory, SdkClient, SdkRunSpec, start_sdk_run

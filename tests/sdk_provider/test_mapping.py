@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from host._contracts import AgentOptions
 from host._exceptions import (
     JsonRpcResponseError,
     RequestTimeoutError,
     SdkProtocolError,
     TransportClosedError,
 )
-from host._run import AgentOptions
 from host.sdk_provider import OutputFold, SdkRunSpec, classify_error, map_turn_end, resolve_route, result_of_events
 from host.sdk_provider.client import MAX_CONTENT_DEPTH, is_receipt, message_id_of, server_info_of, validate_event
 from tests.sdk_provider._helpers import D

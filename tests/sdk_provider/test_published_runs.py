@@ -10,7 +10,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from host._run import AgentOptions
+from host._contracts import AgentOptions
 from host.config import SdkEntryConfig, parse_config
 from host.sdk_provider import DshSdkProvider, start_sdk_run
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON

@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from host._contracts import SubagentRun
 from host._exceptions import AggregateError, RequestTimeoutError, SdkRunFailure, StartAbortedError
-from host._run import SubagentRun
 from host.cancel import CancelController
 from host.sdk_provider import DshSdkProvider, SdkRunSpec, start_sdk_run
 from tests.sdk_provider._helpers import (

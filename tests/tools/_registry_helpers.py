@@ -27,8 +27,8 @@ from host.tools import (
     ToolRegistry,
     ToolResult,
     ToolRunContext,
+    install_timeout_policy,
 )
-from host.tools.timeout_policy import install_timeout_policy
 
 Body = Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]]
 

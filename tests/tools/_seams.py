@@ -11,8 +11,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from host import CancelController
+from host._contracts import Capabilities, SubagentRequest, SubagentRun
 from host._exceptions import ProcessTreeSurvivedError
-from host._run import Capabilities, SubagentRequest, SubagentRun
 from host.acp_provider import AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
 from host.stream import ProviderKind

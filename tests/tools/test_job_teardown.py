@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from host import CancelController, Host
-from host._run import SubagentRun
+from host._contracts import SubagentRun
 from host.cancel import CancelSignal
 from host.diagnostics import JobOutcome
 from host.stream import FrameObserver

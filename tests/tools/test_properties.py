@@ -33,8 +33,8 @@ from host.tools import (
     ToolResult,
     ToolRunContext,
     ToolSuccess,
+    install_timeout_policy,
 )
-from host.tools.timeout_policy import install_timeout_policy
 from tests.tools._registry_helpers import call, make_tool
 
 Stage = Literal["never", "entry", "pre", "wrapper-before", "body", "wrapper-after", "post"]

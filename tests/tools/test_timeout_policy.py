@@ -20,8 +20,8 @@ from host.tools import (
     ToolRegistry,
     ToolResult,
     ToolRunContext,
+    install_timeout_policy,
 )
-from host.tools.timeout_policy import install_timeout_policy
 from tests.tools._registry_helpers import (
     ABORTED,
     HI,

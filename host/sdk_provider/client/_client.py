@@ -1,9 +1,9 @@
 """The host-side DSH SDK client: one runtime process, its JSON-RPC connection, and per-session subscriptions.
 
-``start`` spawns the runtime (all three stdio piped, stderr drained into a 400-line host-only tail) and sends the
-bounded ``initialize``; ``run`` drives one receipt-gated activity interval; ``aclose`` sends a bounded ``shutdown``
-and climbs the shared teardown ladder inside a shield, once. Every failure is a typed ``SdkClientError`` whose
-text (exit facts, stderr tail, payload JSON) is host-only.
+``start`` spawns the runtime through a ``ChildConnection`` (all three stdio piped, stderr drained into a 400-line
+host-only tail) and sends the bounded ``initialize``; ``run`` drives one receipt-gated activity interval; ``aclose``
+is the connection's one shielded teardown, with a bounded ``shutdown`` request first. Every failure is a typed
+``SdkClientError`` whose text (exit facts, stderr tail, payload JSON) is host-only.
 """
 
 from __future__ import annotations
@@ -11,27 +11,45 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 from anyio.abc import TaskGroup
 
+from host._child import ChildConnection, open_child_connection
 from host._exceptions import (
     ConnectionClosedError,
+    ErrorMapping,
     JsonRpcResponseError,
     PeerWriteError,
     RequestTimeoutError,
     ResponseError,
     TransportClosedError,
+    as_response_error,
+    map_exceptions,
 )
 from host._json import ContentBlock
-from host.cancel import format_ms
 from host.jsonrpc import JsonRpcPeer
-from host.process import ManagedProcess, SharedTeardown, build_child_env, run_teardown_ladder, spawn_managed
+from host.process import ManagedProcess, build_child_env, spawn_managed
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec
-from host.sdk_provider.client._subscription import SessionNotification, Subscription
+from host.sdk_provider.client._subscription import (
+    NotificationObserver,
+    SessionNotification,
+    SessionRunOutcome,
+    Subscription,
+)
+from host.sdk_provider.client._texts import (
+    CLIENT_CLOSED_MESSAGE,
+    FAILED_TO_START_MESSAGE,
+    NOT_RUNNING_MESSAGE,
+    RUNTIME_CLOSED_MESSAGE,
+    RUNTIME_EXITED_MESSAGE,
+    TEARDOWN_AGGREGATE_MESSAGE,
+    closed_reason,
+    failure_context,
+    timeout_text,
+)
 from host.sdk_provider.client._validation import (
     ServerInfo,
     is_receipt,
@@ -55,13 +73,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FAILED_TO_START_MESSAGE: Final = "DSH SDK runtime failed to start"
-RUNTIME_EXITED_MESSAGE: Final = "DSH SDK runtime exited"
-NOT_RUNNING_MESSAGE: Final = "DSH SDK runtime is not running"
-RUNTIME_CLOSED_MESSAGE: Final = "DSH SDK runtime closed"
-CLIENT_CLOSED_MESSAGE: Final = "DSH SDK runtime client is closed"
-TEARDOWN_AGGREGATE_MESSAGE: Final = "DSH SDK runtime teardown failed"
-_TIMEOUT_MESSAGE: Final = "{method} timed out after {ms}ms waiting for the DSH SDK runtime"
 _METHOD_NOT_FOUND: Final = "method not found: {method}"
 _SHUTDOWN_FAILED_NOTE: Final = "shutdown request failed: {message}"
 
@@ -70,13 +81,8 @@ STDERR_TAIL_LINES: Final = 400
 
 # How long a failed request or a dead runtime waits for exit facts and stderr EOF before describing the failure.
 _STDIO_SETTLE_S: Final = 0.1
-# After the runtime's exit was observed, how long frames still in the stdout pipe stay deliverable.
-_POST_EXIT_DRAIN_S: Final = 0.1
-# Bounds waiting for the reader task to stop once the ladder closed the pipes.
-_READER_STOP_TIMEOUT_S: Final = 1.0
-
-NotificationObserver = Callable[[SessionNotification], None]
-"""Sees each collected notification of a run, synchronously, in wire order."""
+# The peer's refusal of a request, as the client's own raw error (chained).
+_RESPONSE_ERRORS: Final[ErrorMapping] = {ResponseError: as_response_error(JsonRpcResponseError)}
 
 # The only runtime notifications routed to sessions; everything else (subagent.*) is dropped.
 _ROUTED_METHODS: Final = frozenset({"session.event", "session.status"})
@@ -90,14 +96,6 @@ def _method_not_found(method: str) -> str:
     return _METHOD_NOT_FOUND.format(method=method)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRunOutcome:
-    """What ``run`` returns: the root session id and its validated events from the receipt on."""
-
-    session_id: str
-    events: tuple[dict[str, Any], ...]
-
-
 class SdkClient:
     """One DSH SDK runtime process and its connection; one client per run, never restarted.
 
@@ -107,20 +105,13 @@ class SdkClient:
 
     def __init__(self, spec: SdkRunSpec) -> None:
         self._spec = spec
+        self._connection: ChildConnection[ManagedProcess] | None = None
         self._handle: ManagedProcess | None = None
         self._peer: JsonRpcPeer | None = None
         self._subscriptions: dict[str, list[Subscription]] = {}
         self._input_ended = False
         self._closed = False
         self._start_attempted = False
-        self._watch_scope = anyio.CancelScope()
-        self._reader_done = anyio.Event()
-        self._teardown = SharedTeardown(self._close_once)
-
-    @property
-    def spec(self) -> SdkRunSpec:
-        """The spec this client was built from."""
-        return self._spec
 
     @property
     def pid(self) -> int | None:
@@ -171,34 +162,42 @@ class SdkClient:
 
     async def _spawn(self, task_group: TaskGroup) -> None:
         spec = self._spec
-        handle: ManagedProcess | None = None
+
+        async def spawn() -> ManagedProcess:
+            return await spawn_managed(
+                [spec.command, *spec.args],
+                cwd=spec.cwd,
+                env=build_child_env(spec.env),
+                task_group=task_group,
+                grace_ms=spec.dispose_grace_ms,
+                capture_stderr=True,
+                stderr_tail_lines=STDERR_TAIL_LINES,
+            )
+
         try:
-            # Shielded: a cancel delivered inside open_process would leave a live child nobody owns. Spawning is a
-            # bounded fork/exec, so the shield cannot hang the caller.
-            with anyio.CancelScope(shield=True):
-                handle = await spawn_managed(
-                    [spec.command, *spec.args],
-                    cwd=spec.cwd,
-                    env=build_child_env(spec.env),
-                    task_group=task_group,
-                    grace_ms=spec.dispose_grace_ms,
-                    capture_stderr=True,
-                    stderr_tail_lines=STDERR_TAIL_LINES,
-                )
+            connection = await open_child_connection(
+                spawn,
+                self._make_peer,
+                task_group=task_group,
+                eof_grace_ms=spec.dispose_eof_grace_ms,
+                aggregate_message=TEARDOWN_AGGREGATE_MESSAGE,
+                name=lambda handle: f"DSH SDK runtime {handle.pid}",
+                on_input_end=self._end_input,
+                on_close=lambda: self._fail_subscriptions(RUNTIME_CLOSED_MESSAGE),
+                before_teardown=self._shut_down,
+            )
         except OSError as exc:
             raise TransportClosedError(f"{FAILED_TO_START_MESSAGE}\nspawn error: {exc}") from exc
-        assert handle is not None  # the shield only defers cancellation; it never swallows the spawn's outcome
-        # No await until the reader and the exit watcher belong to the task group (the drain already does).
-        peer = JsonRpcPeer(
+        self._connection, self._handle, self._peer = connection, connection.handle, connection.peer
+
+    def _make_peer(self, handle: ManagedProcess) -> JsonRpcPeer:
+        return JsonRpcPeer(
             send=handle.stdin,
             receive=handle.stdout,
             on_notification=self._route,
             next_id=_next_request_id,
             method_not_found=_method_not_found,
         )
-        self._handle, self._peer = handle, peer
-        task_group.start_soon(self._read, peer, name=f"DSH SDK reader of runtime {handle.pid}")
-        task_group.start_soon(self._watch_exit, handle, peer, name=f"DSH SDK exit watcher of runtime {handle.pid}")
 
     # -- requests ----------------------------------------------------------------------------------------------
 
@@ -225,20 +224,19 @@ class SdkClient:
         peer, handle = self._peer, self._handle
         if peer is None or handle is None or handle.outcome is not None:
             await self._settle_stdio()
-            raise TransportClosedError(NOT_RUNNING_MESSAGE + self._context())
+            raise TransportClosedError(NOT_RUNNING_MESSAGE + failure_context(self._handle))
         try:
-            if timeout_ms is None:
-                return await peer.request(method, params)
-            with anyio.move_on_after(timeout_ms / 1000):
-                return await peer.request(method, params)
-        except ResponseError as exc:
-            raise JsonRpcResponseError(exc.code, exc.message, exc.data) from exc
+            with map_exceptions(_RESPONSE_ERRORS):
+                if timeout_ms is None:
+                    return await peer.request(method, params)
+                with anyio.move_on_after(timeout_ms / 1000):
+                    return await peer.request(method, params)
         except (ConnectionClosedError, PeerWriteError) as exc:
             # A write to a dead pipe is not the signal; the input edge is. Describe whichever ended first.
             await self._settle_stdio()
-            reason = str(exc) if isinstance(exc, ConnectionClosedError) else self._closed_reason(peer)
-            raise TransportClosedError(reason + self._context()) from exc
-        raise RequestTimeoutError(self._timeout_text(method, timeout_ms))
+            reason = str(exc) if isinstance(exc, ConnectionClosedError) else closed_reason(peer)
+            raise TransportClosedError(reason + failure_context(self._handle)) from exc
+        raise RequestTimeoutError(timeout_text(method, timeout_ms, self.stderr_tail))
 
     async def prompt(self, session_id: str, content_blocks: Sequence[ContentBlock]) -> str:
         """Send ``session/prompt`` (no timeout) and return its ``messageId`` receipt.
@@ -326,13 +324,15 @@ class SdkClient:
             Exception: the ladder failed (a single rung error as is, several as ``AggregateError``).
         """
         self._closed = True
-        await self._teardown.run()
-
-    async def _close_once(self) -> None:
-        handle, peer = self._handle, self._peer
-        if handle is None or peer is None:
+        if self._connection is None:
             self._fail_subscriptions(RUNTIME_CLOSED_MESSAGE)
             return
+        await self._connection.aclose()
+
+    async def _shut_down(self) -> None:
+        """The connection's teardown prelude: a bounded ``shutdown`` request, then a short wait for the exit."""
+        handle, peer = self._handle, self._peer
+        assert handle is not None and peer is not None
         # Snapshot the tree while the leader lives: once `shutdown` made it exit, a descendant that setsid()'d out
         # of the group is re-parented away and could no longer be found.
         handle.snapshot_descendants()
@@ -348,37 +348,8 @@ class SdkClient:
             with anyio.move_on_after(min(_STDIO_SETTLE_S, self._spec.dispose_eof_grace_ms / 1000)):
                 await peer.wait_closed()
                 await handle.wait_outcome()
-        try:
-            await run_teardown_ladder(
-                handle, eof_grace_ms=self._spec.dispose_eof_grace_ms, aggregate_message=TEARDOWN_AGGREGATE_MESSAGE
-            )
-        finally:
-            peer.close()
-            self._watch_scope.cancel()
-            self._fail_subscriptions(RUNTIME_CLOSED_MESSAGE)
-            with anyio.move_on_after(_READER_STOP_TIMEOUT_S):
-                await self._reader_done.wait()
 
-    # -- background tasks and routing --------------------------------------------------------------------------
-
-    async def _read(self, peer: JsonRpcPeer) -> None:
-        try:
-            await peer.run()
-        except Exception:  # containment boundary: the reader must never crash the host's task group
-            logger.debug("DSH SDK reader failed", exc_info=True)
-        finally:
-            self._end_input()
-            self._reader_done.set()
-
-    async def _watch_exit(self, handle: ManagedProcess, peer: JsonRpcPeer) -> None:
-        with self._watch_scope:
-            await handle.wait_outcome()
-            # Frames the runtime wrote right before exiting are still in the pipe: keep reading them until stdout
-            # EOF, but not for long, since a surviving descendant may hold stdout open.
-            with anyio.move_on_after(_POST_EXIT_DRAIN_S):
-                await peer.wait_closed()
-            self._end_input()
-            peer.close()
+    # -- routing -----------------------------------------------------------------------------------------------
 
     def _route(self, method: str, params: dict[str, Any]) -> None:
         if method not in _ROUTED_METHODS:
@@ -417,37 +388,7 @@ class SdkClient:
 
     def _failure_factory(self, reason: str) -> Callable[[], TransportClosedError]:
         # Built lazily: exit facts and the stderr tail are as complete as possible when the consumer gets there.
-        return lambda: TransportClosedError(reason + self._context())
-
-    def _context(self) -> str:
-        handle = self._handle
-        if handle is None:
-            return ""
-        context = ""
-        outcome = handle.outcome
-        if outcome is not None:
-            if outcome.exit_code is not None:
-                context += f"\nexit code: {outcome.exit_code}"
-            elif outcome.signal is not None:
-                context += f"\nsignal: {outcome.signal}"
-        tail = handle.stderr_tail
-        if tail:
-            context += "\nstderr tail:\n" + "\n".join(tail)
-        return context
-
-    def _timeout_text(self, method: str, timeout_ms: float | None) -> str:
-        text = _TIMEOUT_MESSAGE.format(method=method, ms=format_ms(timeout_ms or 0.0))
-        tail = self.stderr_tail
-        if tail:
-            text += "; stderr tail:\n" + "\n".join(tail)
-        return text
-
-    def _closed_reason(self, peer: JsonRpcPeer) -> str:
-        if peer.close_reason in ("eof", "line-too-long"):
-            return "JSON-RPC input closed"
-        if peer.close_reason == "closed":
-            return "JSON-RPC transport closed"
-        return NOT_RUNNING_MESSAGE
+        return lambda: TransportClosedError(reason + failure_context(self._handle))
 
     async def _settle_stdio(self) -> None:
         """Wait briefly for the exit facts and stderr EOF, so the error text is complete."""

@@ -9,6 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from host.config import (
+    DISPOSE_EOF_GRACE_MS,
+    DISPOSE_GRACE_MS,
+    INITIALIZE_TIMEOUT_MS,
+    SDK_MODEL,
+    SDK_PROVIDER,
+    SHUTDOWN_TIMEOUT_MS,
+)
+
 __all__ = ["SdkRunSpec"]
 
 
@@ -24,19 +33,19 @@ class SdkRunSpec:
     """Absolute: the child's cwd and the ``initialize`` ``cwd``."""
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     """Explicit child variables, merged over the scrubbed ambient environment."""
-    provider: str = "deepseek-official"
+    provider: str = SDK_PROVIDER
     """The model provider sent in ``initialize``."""
-    model: str = "deepseek-v4-flash"
+    model: str = SDK_MODEL
     """The model sent in ``initialize``."""
     reasoning_effort: str | None = None
     """Sent in ``initialize`` as ``reasoningEffort`` only when set."""
     max_tokens: int | None = None
     """Sent in ``initialize`` as ``maxTokens`` only when set."""
-    shutdown_timeout_ms: float = 1000.0
+    shutdown_timeout_ms: float = SHUTDOWN_TIMEOUT_MS
     """Bound of the ``shutdown`` request."""
-    dispose_eof_grace_ms: float = 6000.0
+    dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Ladder: how long the runtime may take to exit after stdin EOF."""
-    dispose_grace_ms: float = 3000.0
+    dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
-    initialize_timeout_ms: float = 10000.0
+    initialize_timeout_ms: float = INITIALIZE_TIMEOUT_MS
     """Bound of the ``initialize`` request."""

@@ -15,7 +15,13 @@ import anyio
 
 from host._exceptions import TransportClosedError
 
-__all__ = ["SUBSCRIPTION_CLOSED_MESSAGE", "SessionNotification", "Subscription"]
+__all__ = [
+    "SUBSCRIPTION_CLOSED_MESSAGE",
+    "NotificationObserver",
+    "SessionNotification",
+    "SessionRunOutcome",
+    "Subscription",
+]
 
 SUBSCRIPTION_CLOSED_MESSAGE: Final = "notification subscription closed"
 """``TransportClosedError`` text of a receive on a closed subscription (host-only)."""
@@ -29,6 +35,18 @@ class SessionNotification:
 
     method: str
     params: Mapping[str, Any]
+
+
+NotificationObserver = Callable[[SessionNotification], None]
+"""Sees each collected notification of a run, synchronously, in wire order."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRunOutcome:
+    """What ``run`` returns: the root session id and its validated events from the receipt on."""
+
+    session_id: str
+    events: tuple[dict[str, Any], ...]
 
 
 class Subscription:

@@ -13,7 +13,7 @@ from typing import Annotated, Final, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from host._exceptions import UnsupportedCapabilityError
-from host._json import ContentBlock
+from host._json import MAX_SAFE_INTEGER, ContentBlock
 from host.cancel import CancelSignal
 from host.diagnostics import SubagentResult
 from host.stream import FrameObserver, ProviderKind, TranscriptEvent
@@ -28,7 +28,7 @@ __all__ = [
     "check_capabilities",
 ]
 
-MAX_TOKENS_LIMIT: Final = 2**53 - 1
+MAX_TOKENS_LIMIT: Final = MAX_SAFE_INTEGER
 """Largest ``max_tokens`` an ``AgentOptions`` accepts (the largest integer a JSON peer reads exactly)."""
 
 _UNSUPPORTED_AGENT_OPTIONS: Final = 'subagent provider "{name}" does not support the "agent_options" capability'
