@@ -141,6 +141,11 @@ async def test_a_hostile_runtime_yields_one_documented_object_and_leaves_nothing
 ) -> None:
     done = await run_adversarial(tmp_path, adversarial_entry(tmp_path, tricks, **settings))
     assert done.returncode == status, done.stderr
-    assert json_of(done.stdout) == expected
+    data = json_of(done.stdout)
+    hints = data.pop("hints", [])
+    assert data == expected
+    # Only a handshake timeout has a host-side fix to name: the entry's initialize bound.
+    timed_out = "stage: initialize; category: timeout" in str(expected.get("error"))
+    assert hints == (["providers.dsh-sdk initialize_timeout_ms = 300"] if timed_out else [])
     assert_no_planted_secret(done.stdout)
     assert_descendants_gone(tmp_path)
