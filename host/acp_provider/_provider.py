@@ -89,6 +89,7 @@ class AcpProvider(Provider):
             args=tuple(entry.args),
             cwd=cwd,
             env=dict(entry.env),
+            inherit_env=entry.inherit_env,
             permission=entry.permission,
             dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
             dispose_grace_ms=entry.dispose_grace_ms,

@@ -31,7 +31,7 @@ from host.acp_provider._wire import (
     prompt_text_blocks,
     session_id_of,
 )
-from host.config import DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS
+from host.config import DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, InheritEnv
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
@@ -68,7 +68,9 @@ class AcpRunSpec:
     cwd: str
     """Absolute: the child's cwd and the ``session/new`` ``cwd``."""
     env: Mapping[str, str] = field(default_factory=dict[str, str])
-    """Explicit child variables, merged over the scrubbed ambient environment."""
+    """Explicit child variables, merged over the filtered ambient environment."""
+    inherit_env: InheritEnv = "scrubbed"
+    """Which ambient variables the child inherits (``build_child_env``'s ``inherit``)."""
     permission: PermissionPolicy = "reject"
     """The unattended permission policy."""
     dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
@@ -153,6 +155,7 @@ class AcpRun:
                 [spec.command, *spec.args],
                 cwd=spec.cwd,
                 env=spec.env,
+                inherit_env=spec.inherit_env,
                 grace_ms=spec.dispose_grace_ms,
                 eof_grace_ms=spec.dispose_eof_grace_ms,
                 task_group=task_group,

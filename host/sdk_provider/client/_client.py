@@ -167,7 +167,7 @@ class SdkClient:
             return await spawn_managed(
                 [spec.command, *spec.args],
                 cwd=spec.cwd,
-                env=build_child_env(spec.env),
+                env=build_child_env(spec.env, inherit=spec.inherit_env),
                 task_group=task_group,
                 grace_ms=spec.dispose_grace_ms,
                 capture_stderr=True,
