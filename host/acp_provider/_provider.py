@@ -91,6 +91,7 @@ class AcpProvider(Provider):
             env=dict(entry.env),
             inherit_env=entry.inherit_env,
             permission=entry.permission,
+            initialize_timeout_ms=entry.initialize_timeout_ms,
             dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
             dispose_grace_ms=entry.dispose_grace_ms,
         )

@@ -31,7 +31,8 @@ from host.acp_provider._wire import (
     prompt_text_blocks,
     session_id_of,
 )
-from host.config import DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, InheritEnv
+from host.cancel import TimeoutReason
+from host.config import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, InheritEnv
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
@@ -73,6 +74,8 @@ class AcpRunSpec:
     """Which ambient variables the child inherits (``build_child_env``'s ``inherit``)."""
     permission: PermissionPolicy = "reject"
     """The unattended permission policy."""
+    initialize_timeout_ms: float = ACP_INITIALIZE_TIMEOUT_MS
+    """One bound on the ``initialize`` and ``session/new`` response waits together (``ceil`` ms)."""
     dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Ladder: how long the child may take to exit after stdin EOF."""
     dispose_grace_ms: float = DISPOSE_GRACE_MS
@@ -233,14 +236,19 @@ class AcpRun:
 
     async def _handshake(self) -> _StartupFailure | None:
         assert self._conn is not None
-        try:
-            await self._conn.initialize()
-        except (AcpConnectionClosed, AcpResponseError) as raw:
-            return self._startup_failure("initialize", raw)
-        try:
-            created = await self._conn.new_session(self._spec.cwd)
-        except (AcpConnectionClosed, AcpResponseError) as raw:
-            return self._startup_failure("new-session", raw)
+        timeout_ms = self._spec.initialize_timeout_ms
+        stage: AcpStage = "initialize"
+        created: object = None
+        # One deadline over both response waits (a deliberate deviation: docs/behaviour.md, ACP deviations).
+        with anyio.CancelScope(deadline=anyio.current_time() + math.ceil(timeout_ms) / 1000) as bound:
+            try:
+                await self._conn.initialize()
+                stage = "new-session"
+                created = await self._conn.new_session(self._spec.cwd)
+            except (AcpConnectionClosed, AcpResponseError) as raw:
+                return self._startup_failure(stage, raw)
+        if bound.cancelled_caught:
+            return _StartupFailure(stage, TimeoutReason(f"ACP {stage}", timeout_ms), AcpFailureFacts(stage, "timeout"))
         session_id = session_id_of(created)
         if session_id is None:
             return _StartupFailure(
