@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -42,7 +42,7 @@ from host.diagnostics import (
     acp_diagnostic,
     acp_run_failure,
 )
-from host.process import ProcessHandle, ProcessOutcome, spawn_managed
+from host.process import ManagedProcess, ProcessHandle, ProcessOutcome, spawn_managed
 from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
 
 __all__ = ["START_ABORTED_MESSAGE", "AcpRun", "AcpRunSpec", "start_acp_run"]
@@ -97,6 +97,13 @@ def _exit_facts(stage: AcpStage, outcome: ProcessOutcome) -> AcpFailureFacts:
 
 def _is_auth_required(raw: BaseException) -> bool:
     return isinstance(raw, AcpResponseError) and type(raw.code) is int and raw.code == AUTH_REQUIRED_CODE
+
+
+async def spawn_capturing_stderr(
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
+) -> ProcessHandle:
+    """The default spawn: the child's stderr is drained into a bounded tail (host-only), never inherited."""
+    return await spawn_managed(argv, cwd=cwd, env=env, task_group=task_group, grace_ms=grace_ms, capture_stderr=True)
 
 
 class AcpRun:
@@ -200,6 +207,19 @@ class AcpRun:
             AcpRunFailure: the ladder failed; the raw error is its ``__cause__``.
         """
         await self._lifecycle.dispose()
+
+    # -- ChildFacts (run records) ------------------------------------------------------------------------------
+
+    def child_outcome(self) -> ProcessOutcome | None:
+        """The child's exit facts, once observed."""
+        return self._conn.handle.outcome if self._conn is not None else None
+
+    def child_stderr(self) -> bytes:
+        """The child's captured stderr tail as bytes (host-only; empty when not captured)."""
+        handle = self._conn.handle if self._conn is not None else None
+        if not isinstance(handle, ManagedProcess):
+            return b""
+        return "".join(line + "\n" for line in handle.stderr_tail).encode("utf-8")
 
     # -- startup -----------------------------------------------------------------------------------------------
 
@@ -335,6 +355,7 @@ class AcpRun:
         choice = choose_permission(self._spec.permission, params)
         if not self._journal.frozen:
             self._decision = choice.decision
+            self._journal.permission(choice.decision)
         return choice.answer
 
     def _on_local_cancel(self) -> None:
@@ -377,7 +398,7 @@ async def start_acp_run(
     *,
     task_group: TaskGroup,
     on_error: ErrorSink | None = None,
-    spawn: SpawnFn = spawn_managed,
+    spawn: SpawnFn = spawn_capturing_stderr,
     provider_name: str = "acp",
 ) -> AcpRun:
     """Start one run from a resolved spec; return it once ``session/new`` succeeded (the ownership transfer).

@@ -30,7 +30,7 @@ from host._exceptions import (
 )
 from host._json import ContentBlock
 from host.jsonrpc import JsonRpcPeer
-from host.process import ManagedProcess, build_child_env, spawn_managed
+from host.process import ManagedProcess, ProcessOutcome, build_child_env, spawn_managed
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec
 from host.sdk_provider.client._subscription import (
@@ -117,6 +117,11 @@ class SdkClient:
     def pid(self) -> int | None:
         """The runtime's pid once spawned."""
         return self._handle.pid if self._handle is not None else None
+
+    @property
+    def outcome(self) -> ProcessOutcome | None:
+        """The runtime's exit facts, once observed."""
+        return self._handle.outcome if self._handle is not None else None
 
     @property
     def stderr_tail(self) -> tuple[str, ...]:
