@@ -7,6 +7,7 @@ code is on ``run/end``.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,13 @@ async def test_a_crashing_acp_child_leaves_its_exit_code_on_run_end(tmp_path: Pa
     end = run.of_type("run/end")[0]
     assert end["stop_reason"] == "error"
     assert end["exit_code"] == 17
+
+
+async def test_each_acp_stderr_line_is_logged_at_debug_on_the_provider_logger(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="host.acp_provider")
+    entry = {**acp_entry(MOCK_TEXT="answer", NOISY_CANARY=_CANARY), "args": ["-c", _NOISY_AGENT, str(FAKE_ACP_AGENT)]}
+    await record_run(tmp_path, entry)
+    logged = [r for r in caplog.records if r.name == "host.acp_provider" and _CANARY in r.getMessage()]
+    assert [r.levelno for r in logged] == [logging.DEBUG]
