@@ -67,8 +67,6 @@ def _create_provider(entry: EntryConfig, task_group: TaskGroup, recording: RunRe
     provider: _ClosableProvider
     if entry.kind == "acp":
         provider = AcpProvider(entry, task_group=task_group)
-    elif recording is not None:
-        provider = DshSdkProvider(entry, task_group=task_group, client_factory=recording.sdk_client_factory)
     else:
         provider = DshSdkProvider(entry, task_group=task_group)
     return recording.wrap(provider, entry) if recording is not None else provider

@@ -27,6 +27,7 @@ from host._exceptions import (
     map_exceptions,
 )
 from host.acp_provider._wire import update_of
+from host.config import InheritEnv
 from host.jsonrpc import JsonRpcPeer
 from host.process import ProcessHandle, build_child_env
 
@@ -109,6 +110,7 @@ class AcpConnection:
         *,
         cwd: str,
         env: Mapping[str, str],
+        inherit_env: InheritEnv = "scrubbed",
         grace_ms: float,
         eof_grace_ms: float,
         task_group: TaskGroup,
@@ -122,7 +124,8 @@ class AcpConnection:
             spawn: creates the managed child (a test seam).
             argv: the agent's command line.
             cwd: the child's working directory.
-            env: explicit child variables, merged over the scrubbed ambient environment.
+            env: explicit child variables, merged over the filtered ambient environment.
+            inherit_env: which ambient variables the child inherits.
             grace_ms: the SIGTERM→SIGKILL grace and reap bound.
             eof_grace_ms: the ladder's bound on the child's exit after stdin EOF.
             task_group: owns the connection's task (the host's group).
@@ -134,7 +137,7 @@ class AcpConnection:
             Exception: whatever the spawn raised (the caller classifies it as ``process-start``).
         """
         adapter = cls(on_update=on_update, on_permission=on_permission)
-        child_env = build_child_env(env)
+        child_env = build_child_env(env, inherit=inherit_env)
 
         async def spawn_child() -> ProcessHandle:
             return await spawn(argv, cwd=cwd, env=child_env, task_group=task_group, grace_ms=grace_ms)

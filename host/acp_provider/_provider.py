@@ -8,6 +8,7 @@ shielded and bounded; a later ``start`` raises.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
 from anyio.abc import TaskGroup
@@ -18,6 +19,7 @@ from host._exceptions import ConfigError, SubagentHostError
 from host.acp_provider._run import START_ABORTED_MESSAGE, AcpRun, AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
 from host.diagnostics import AcpFailureFacts, acp_run_failure
+from host.process import ProcessHandle, spawn_managed
 
 __all__ = ["HOST_LOGGER_NAME", "AcpProvider"]
 
@@ -42,10 +44,11 @@ class AcpProvider(Provider):
         """
         self._config = entry
         self._task_group = task_group
+        self._logger = logger if logger is not None else logging.getLogger(HOST_LOGGER_NAME)
         self._entry: EntryProvider[AcpRun] = EntryProvider(
             entry.name,
             configured_cwd=entry.cwd,
-            logger=logger if logger is not None else logging.getLogger(HOST_LOGGER_NAME),
+            logger=self._logger,
             prefix="subagent-acp",
             start_aborted_message=START_ABORTED_MESSAGE,
             configuration_failure=_configuration_failure,
@@ -89,10 +92,31 @@ class AcpProvider(Provider):
             args=tuple(entry.args),
             cwd=cwd,
             env=dict(entry.env),
+            inherit_env=entry.inherit_env,
             permission=entry.permission,
+            initialize_timeout_ms=entry.initialize_timeout_ms,
             dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
             dispose_grace_ms=entry.dispose_grace_ms,
         )
         return await start_acp_run(
-            request, spec, task_group=self._task_group, on_error=self._entry.log_run_failure, provider_name=self.name
+            request,
+            spec,
+            task_group=self._task_group,
+            on_error=self._entry.log_run_failure,
+            spawn=self._spawn,
+            provider_name=self.name,
+        )
+
+    async def _spawn(
+        self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
+    ) -> ProcessHandle:
+        # The child's stderr is captured (never inherited); each line goes to this provider's logger at debug level.
+        return await spawn_managed(
+            argv,
+            cwd=cwd,
+            env=env,
+            task_group=task_group,
+            grace_ms=grace_ms,
+            capture_stderr=True,
+            stderr_logger=self._logger,
         )

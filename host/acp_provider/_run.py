@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -31,7 +31,8 @@ from host.acp_provider._wire import (
     prompt_text_blocks,
     session_id_of,
 )
-from host.config import DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS
+from host.cancel import TimeoutReason
+from host.config import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, InheritEnv
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
@@ -41,7 +42,7 @@ from host.diagnostics import (
     acp_diagnostic,
     acp_run_failure,
 )
-from host.process import ProcessHandle, ProcessOutcome, spawn_managed
+from host.process import ManagedProcess, ProcessHandle, ProcessOutcome, spawn_managed
 from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
 
 __all__ = ["START_ABORTED_MESSAGE", "AcpRun", "AcpRunSpec", "start_acp_run"]
@@ -68,9 +69,13 @@ class AcpRunSpec:
     cwd: str
     """Absolute: the child's cwd and the ``session/new`` ``cwd``."""
     env: Mapping[str, str] = field(default_factory=dict[str, str])
-    """Explicit child variables, merged over the scrubbed ambient environment."""
+    """Explicit child variables, merged over the filtered ambient environment."""
+    inherit_env: InheritEnv = "scrubbed"
+    """Which ambient variables the child inherits (``build_child_env``'s ``inherit``)."""
     permission: PermissionPolicy = "reject"
     """The unattended permission policy."""
+    initialize_timeout_ms: float = ACP_INITIALIZE_TIMEOUT_MS
+    """One bound on the ``initialize`` and ``session/new`` response waits together (``ceil`` ms)."""
     dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
     """Ladder: how long the child may take to exit after stdin EOF."""
     dispose_grace_ms: float = DISPOSE_GRACE_MS
@@ -92,6 +97,13 @@ def _exit_facts(stage: AcpStage, outcome: ProcessOutcome) -> AcpFailureFacts:
 
 def _is_auth_required(raw: BaseException) -> bool:
     return isinstance(raw, AcpResponseError) and type(raw.code) is int and raw.code == AUTH_REQUIRED_CODE
+
+
+async def spawn_capturing_stderr(
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
+) -> ProcessHandle:
+    """The default spawn: the child's stderr is drained into a bounded tail (host-only), never inherited."""
+    return await spawn_managed(argv, cwd=cwd, env=env, task_group=task_group, grace_ms=grace_ms, capture_stderr=True)
 
 
 class AcpRun:
@@ -153,6 +165,7 @@ class AcpRun:
                 [spec.command, *spec.args],
                 cwd=spec.cwd,
                 env=spec.env,
+                inherit_env=spec.inherit_env,
                 grace_ms=spec.dispose_grace_ms,
                 eof_grace_ms=spec.dispose_eof_grace_ms,
                 task_group=task_group,
@@ -195,6 +208,19 @@ class AcpRun:
         """
         await self._lifecycle.dispose()
 
+    # -- ChildFacts (run records) ------------------------------------------------------------------------------
+
+    def child_outcome(self) -> ProcessOutcome | None:
+        """The child's exit facts, once observed."""
+        return self._conn.handle.outcome if self._conn is not None else None
+
+    def child_stderr(self) -> bytes:
+        """The child's captured stderr tail as bytes (host-only; empty when not captured)."""
+        handle = self._conn.handle if self._conn is not None else None
+        if not isinstance(handle, ManagedProcess):
+            return b""
+        return "".join(line + "\n" for line in handle.stderr_tail).encode("utf-8")
+
     # -- startup -----------------------------------------------------------------------------------------------
 
     @property
@@ -230,14 +256,19 @@ class AcpRun:
 
     async def _handshake(self) -> _StartupFailure | None:
         assert self._conn is not None
-        try:
-            await self._conn.initialize()
-        except (AcpConnectionClosed, AcpResponseError) as raw:
-            return self._startup_failure("initialize", raw)
-        try:
-            created = await self._conn.new_session(self._spec.cwd)
-        except (AcpConnectionClosed, AcpResponseError) as raw:
-            return self._startup_failure("new-session", raw)
+        timeout_ms = self._spec.initialize_timeout_ms
+        stage: AcpStage = "initialize"
+        created: object = None
+        # One deadline over both response waits (a deliberate deviation: docs/behaviour.md, ACP deviations).
+        with anyio.CancelScope(deadline=anyio.current_time() + math.ceil(timeout_ms) / 1000) as bound:
+            try:
+                await self._conn.initialize()
+                stage = "new-session"
+                created = await self._conn.new_session(self._spec.cwd)
+            except (AcpConnectionClosed, AcpResponseError) as raw:
+                return self._startup_failure(stage, raw)
+        if bound.cancelled_caught:
+            return _StartupFailure(stage, TimeoutReason(f"ACP {stage}", timeout_ms), AcpFailureFacts(stage, "timeout"))
         session_id = session_id_of(created)
         if session_id is None:
             return _StartupFailure(
@@ -324,6 +355,7 @@ class AcpRun:
         choice = choose_permission(self._spec.permission, params)
         if not self._journal.frozen:
             self._decision = choice.decision
+            self._journal.permission(choice.decision)
         return choice.answer
 
     def _on_local_cancel(self) -> None:
@@ -366,7 +398,7 @@ async def start_acp_run(
     *,
     task_group: TaskGroup,
     on_error: ErrorSink | None = None,
-    spawn: SpawnFn = spawn_managed,
+    spawn: SpawnFn = spawn_capturing_stderr,
     provider_name: str = "acp",
 ) -> AcpRun:
     """Start one run from a resolved spec; return it once ``session/new`` succeeded (the ownership transfer).

@@ -249,6 +249,7 @@ async def spawn_managed(
     grace_ms: float,
     capture_stderr: bool = False,
     stderr_tail_lines: int = 400,
+    stderr_logger: logging.Logger | None = None,
 ) -> ManagedProcess:
     """Spawn ``argv`` as the leader of a new session with stdin/stdout pipes.
 
@@ -260,6 +261,7 @@ async def spawn_managed(
         grace_ms: The signal grace of :meth:`ManagedProcess.terminate` and :meth:`ManagedProcess.wait_reaped`.
         capture_stderr: Pipe stderr into a drained tail instead of inheriting the host's stderr.
         stderr_tail_lines: How many of the newest non-empty stderr lines the tail keeps.
+        stderr_logger: Receives each captured line at debug level (this module's drain logger by default).
 
     Raises:
         OSError: The child could not be spawned (``FileNotFoundError``, ``PermissionError``, ...), unchanged.
@@ -283,7 +285,7 @@ async def spawn_managed(
     try:
         ticket.track(process.pid)
         tree = ProcessTree(process.pid)
-        tail = StderrTail(process.pid, stderr_tail_lines) if capture_stderr else None
+        tail = StderrTail(process.pid, stderr_tail_lines, log=stderr_logger) if capture_stderr else None
         managed = ManagedProcess(process, tree=tree, grace_ms=grace_ms, stderr_tail=tail, ticket=ticket)
         if tail is not None:
             assert process.stderr is not None

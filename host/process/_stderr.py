@@ -24,8 +24,9 @@ _MAX_LINE_BYTES: Final = 8 * 1024
 class StderrTail:
     """A ring of the newest non-empty stderr lines of one child, plus the drain's closed edge."""
 
-    def __init__(self, pid: int, max_lines: int) -> None:
+    def __init__(self, pid: int, max_lines: int, *, log: logging.Logger | None = None) -> None:
         self._pid = pid
+        self._log = log if log is not None else logger
         self._lines: deque[str] = deque(maxlen=max_lines)
         self._pending = bytearray()
         self._truncating = False
@@ -69,7 +70,7 @@ class StderrTail:
         self._truncating = False
         if line.strip():
             self._lines.append(line)
-            logger.debug("child %d stderr: %s", self._pid, line)
+            self._log.debug("child %d stderr: %s", self._pid, line)
 
 
 async def drain_stderr(stream: ByteReceiveStream, tail: StderrTail) -> None:

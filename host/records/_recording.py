@@ -4,14 +4,11 @@
 and the returned run's ``dispose`` writes the stderr tail and releases the transcript. A run whose start failed
 emitted no frames and leaves no file. ``run_flusher`` flushes coalesced deltas every ``FLUSH_INTERVAL_S``.
 
-The stderr tail and exit facts come from whatever the run exposes (``ChildFacts``); a DSH SDK run's stderr comes
-from its client, which ``sdk_client_factory`` captures for the run being started (a context variable carries the
-association through the provider's own start).
+The stderr tail and exit facts come from whatever the run exposes (``ChildFacts``).
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import importlib.metadata
 import logging
@@ -30,7 +27,6 @@ from host.records._paths import ensure_runs_dir
 from host.records._recorder import RecordObserver, RunRecorder, RunStartFacts
 from host.records._store import count_transcripts, prune_runs
 from host.records._writer import TranscriptWriter
-from host.sdk_provider.client import SdkClient, SdkRunSpec
 from host.stream import ProviderKind, StreamFrame, TranscriptEvent
 
 __all__ = ["FLUSH_INTERVAL_S", "ChildFacts", "ClosableProvider", "RunRecording", "host_version"]
@@ -39,8 +35,6 @@ logger = logging.getLogger(__name__)
 
 FLUSH_INTERVAL_S: Final = 0.1
 """How often coalesced deltas are flushed (so none waits longer than the 200 ms coalescing window)."""
-
-_CLIENTS: contextvars.ContextVar[list[SdkClient] | None] = contextvars.ContextVar("subagent_host_sdk_clients")
 
 
 @runtime_checkable
@@ -91,15 +85,6 @@ class RunRecording:
     def wrap(self, provider: ClosableProvider, entry: EntryConfig) -> ClosableProvider:
         """The provider, with every run it starts recorded."""
         return _RecordingProvider(self, provider, entry)
-
-    @staticmethod
-    def sdk_client_factory(spec: SdkRunSpec) -> SdkClient:
-        """Build a run's ``SdkClient`` and hand it to the recording of the run being started."""
-        client = SdkClient(spec)
-        clients = _CLIENTS.get(None)
-        if clients is not None:
-            clients.append(client)
-        return client
 
     async def run_flusher(self) -> None:
         """Flush every active run's coalesced deltas every ``FLUSH_INTERVAL_S``, until cancelled."""
@@ -189,16 +174,13 @@ class _RecordingProvider:
 
     async def start(self, request: SubagentRequest) -> SubagentRun:
         box: list[SubagentRun] = []
-        clients: list[SdkClient] = []
 
         def facts() -> ChildFacts | None:
             return box[0] if box and isinstance(box[0], ChildFacts) else None
 
         def stderr() -> bytes:
             run = facts()
-            if run is not None:
-                return run.child_stderr()
-            return "".join(line + "\n" for line in clients[0].stderr_tail).encode("utf-8") if clients else b""
+            return run.child_stderr() if run is not None else b""
 
         recorder = self._recording.begin_run(self._entry, request, facts)
         observer = request.on_frame
@@ -208,14 +190,11 @@ class _RecordingProvider:
             if observer is not None:
                 observer(frame)
 
-        token = _CLIENTS.set(clients)
         try:
             run = await self._inner.start(dataclasses.replace(request, on_frame=observe))
         except BaseException:
             self._recording.finish_run(recorder, stderr)
             raise
-        finally:
-            _CLIENTS.reset(token)
         box.append(run)
         return _RecordedRun(run, lambda: self._recording.finish_run(recorder, stderr))
 

@@ -33,6 +33,7 @@ def spec_of_entry(entry: SdkEntryConfig, cwd: str) -> SdkRunSpec:
         args=tuple(entry.args),
         cwd=cwd,
         env=dict(entry.env),
+        inherit_env=entry.inherit_env,
         provider=entry.provider,
         model=entry.model,
         max_tokens=entry.max_tokens,

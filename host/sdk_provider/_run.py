@@ -26,6 +26,7 @@ from host.diagnostics import (
     sdk_failure_line,
     sdk_run_failure,
 )
+from host.process import ProcessOutcome
 from host.sdk_provider._mapping import OutputFold, classify_error, result_of_events
 from host.sdk_provider.client import (
     NotificationObserver,
@@ -138,6 +139,16 @@ class SdkRun:
     async def result(self) -> SubagentResult:
         """Wait for the settled result; never raises."""
         return await self._lifecycle.result()
+
+    def child_outcome(self) -> ProcessOutcome | None:
+        """The runtime's exit facts, once observed (``None`` behind a client that is not an ``SdkClient``)."""
+        return self._client.outcome if isinstance(self._client, SdkClient) else None
+
+    def child_stderr(self) -> bytes:
+        """The runtime's captured stderr tail as bytes (host-only)."""
+        if not isinstance(self._client, SdkClient):
+            return b""
+        return "".join(line + "\n" for line in self._client.stderr_tail).encode("utf-8")
 
     async def dispose(self) -> None:
         """Cancel locally, then close the client once; every call sees the same outcome.

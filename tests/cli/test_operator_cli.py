@@ -208,10 +208,6 @@ def test_passwords_credentials_cookies_and_auth_suffixes_are_scrubbed_but_pwd_is
     assert (done.returncode, done.stdout) == (0, b"present: PWD\n")
 
 
-@pytest.mark.xfail(
-    reason="the run layer must pass the entry's inherit_env to build_child_env (deferred to the integrator)",
-    strict=True,
-)
 def test_inherit_env_minimal_passes_only_the_allowlist_and_the_entry_env(tmp_path: Path) -> None:
     names = ["HOME", "PATH", "LC_ALL", "RANDOM_SETTING", "EXPLICIT"]
     entry = operator_entry("env", *names, inherit_env="minimal", env={"EXPLICIT": "1"})

@@ -132,7 +132,7 @@ async def test_state_dir_is_private_and_the_transcript_is_0600(tmp_path: Path) -
     assert stat.S_IMODE(os.stat(run.jsonl).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(run.jsonl.parent).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(run.jsonl.parent.parent).st_mode) == 0o700
-    # No stderr captured (the ACP child's stderr is inherited): no stderr file.
+    # The fake ACP agent writes nothing to its (captured) stderr: no stderr file.
     assert not run.jsonl.with_suffix(".stderr").exists()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from host._contracts import AgentOptions
 from host.config import SdkEntryConfig, parse_config
 from host.sdk_provider import DshSdkProvider, start_sdk_run
+from host.sdk_provider._provider import spec_of_entry
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
@@ -138,6 +140,24 @@ async def test_a_forwarded_reference_reaches_the_child_but_the_source_does_not(
     text = (await run_to_result(runtime_spec(tmp_path, env=entry.env))).output[0]["text"]
     assert "FORWARDED=abc" in text
     assert "HOST_SECRET_TOKEN=\n" in text
+
+
+@pytest.mark.anyio
+async def test_inherit_env_minimal_passes_only_the_allowlist_and_the_entry_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RANDOM_SETTING", "ambient")
+    env = {"EXPLICIT": "1", "FAKE_ECHO_ENV": "RANDOM_SETTING,EXPLICIT,PATH", "FAKE_TEXT": "done"}
+    table = {"kind": "dsh-sdk", "command": PYTHON, "args": [str(FAKE_DSH_RUNTIME)], "env": env}
+    table["inherit_env"] = "minimal"
+    entry = parse_config({"providers": {"dsh-sdk": table}}).providers["dsh-sdk"]
+    assert isinstance(entry, SdkEntryConfig)
+    inherit = spec_of_entry(entry, str(tmp_path)).inherit_env
+    spec = dataclasses.replace(runtime_spec(tmp_path, env=entry.env), inherit_env=inherit)
+    text = (await run_to_result(spec)).output[0]["text"]
+    assert "RANDOM_SETTING=\n" in text
+    assert "EXPLICIT=1" in text
+    assert "PATH=\n" not in text
 
 
 SCENARIOS: list[tuple[str, dict[str, str], dict[str, object]]] = [

@@ -30,7 +30,7 @@ from host._exceptions import (
 )
 from host._json import ContentBlock
 from host.jsonrpc import JsonRpcPeer
-from host.process import ManagedProcess, build_child_env, spawn_managed
+from host.process import ManagedProcess, ProcessOutcome, build_child_env, spawn_managed
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec
 from host.sdk_provider.client._subscription import (
@@ -119,6 +119,11 @@ class SdkClient:
         return self._handle.pid if self._handle is not None else None
 
     @property
+    def outcome(self) -> ProcessOutcome | None:
+        """The runtime's exit facts, once observed."""
+        return self._handle.outcome if self._handle is not None else None
+
+    @property
     def stderr_tail(self) -> tuple[str, ...]:
         """The newest non-empty stderr lines (host-only)."""
         return self._handle.stderr_tail if self._handle is not None else ()
@@ -167,7 +172,7 @@ class SdkClient:
             return await spawn_managed(
                 [spec.command, *spec.args],
                 cwd=spec.cwd,
-                env=build_child_env(spec.env),
+                env=build_child_env(spec.env, inherit=spec.inherit_env),
                 task_group=task_group,
                 grace_ms=spec.dispose_grace_ms,
                 capture_stderr=True,

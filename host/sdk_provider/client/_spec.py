@@ -16,6 +16,7 @@ from host.config import (
     SDK_MODEL,
     SDK_PROVIDER,
     SHUTDOWN_TIMEOUT_MS,
+    InheritEnv,
 )
 
 __all__ = ["SdkRunSpec"]
@@ -32,7 +33,9 @@ class SdkRunSpec:
     cwd: str
     """Absolute: the child's cwd and the ``initialize`` ``cwd``."""
     env: Mapping[str, str] = field(default_factory=dict[str, str])
-    """Explicit child variables, merged over the scrubbed ambient environment."""
+    """Explicit child variables, merged over the filtered ambient environment."""
+    inherit_env: InheritEnv = "scrubbed"
+    """Which ambient variables the child inherits (``build_child_env``'s ``inherit``)."""
     provider: str = SDK_PROVIDER
     """The model provider sent in ``initialize``."""
     model: str = SDK_MODEL
