@@ -92,6 +92,7 @@ class AcpProvider(Provider):
             permission=entry.permission,
             dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
             dispose_grace_ms=entry.dispose_grace_ms,
+            max_output_bytes=entry.max_output_bytes,
         )
         return await start_acp_run(
             request, spec, task_group=self._task_group, on_error=self._entry.log_run_failure, provider_name=self.name

@@ -19,6 +19,7 @@ from host._exceptions import ConfigError
 __all__ = [
     "ACP_INITIALIZE_TIMEOUT_MS",
     "DEFAULT_KEEP_RUNS",
+    "MAX_OUTPUT_BYTES",
     "DEFAULT_MAX_FINISHED_JOBS",
     "DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES",
     "DISPOSE_EOF_GRACE_MS",
@@ -36,6 +37,8 @@ __all__ = [
     "delegation_tool_name",
 ]
 
+MAX_OUTPUT_BYTES: Final = 8 * 1024 * 1024
+"""The default ``max_output_bytes`` of an entry: 8 MiB of output text per run."""
 DEFAULT_KEEP_RUNS: Final = 1000
 """How many of the newest run records retention keeps unless ``[host] keep_runs`` says otherwise."""
 DEFAULT_MAX_FINISHED_JOBS: Final = 256
@@ -94,6 +97,8 @@ class AcpEntryConfig(BaseModel):
     """Handshake deadline covering ``initialize`` and ``session/new``."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    """Bounds the UTF-8 bytes of text a run keeps; past it the run ends ``error`` / ``output-limit``."""
     description: str | None = None
     """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
 
@@ -133,6 +138,8 @@ class SdkEntryConfig(BaseModel):
     """Bound of the ``initialize`` request."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    """Bounds the UTF-8 bytes of text a run keeps; past it the run ends ``error`` / ``output-limit``."""
     description: str | None = None
     """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
 
