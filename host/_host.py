@@ -93,7 +93,11 @@ class Host:
         self._hooks: dict[str, RunHooks] = {}
         self._idle = anyio.Event()
         self._idle.set()
-        self._jobs = JobRunner(task_group)
+        self._jobs = JobRunner(
+            task_group,
+            max_finished_jobs=config.max_finished_jobs,
+            max_finished_output_bytes=config.max_finished_job_output_bytes,
+        )
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():
             self._providers[name] = _create_provider(entry, task_group, recording)

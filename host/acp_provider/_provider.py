@@ -97,6 +97,7 @@ class AcpProvider(Provider):
             initialize_timeout_ms=entry.initialize_timeout_ms,
             dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
             dispose_grace_ms=entry.dispose_grace_ms,
+            max_output_bytes=entry.max_output_bytes,
         )
         return await start_acp_run(
             request,

@@ -22,6 +22,7 @@ from host._contracts import SubagentRequest
 from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError, SubagentHostError
 from host._json import ContentBlock
 from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
+from host._output_budget import OutputBudget
 from host.acp_provider._connection import AcpConnection
 from host.acp_provider._wire import (
     AUTH_REQUIRED_CODE,
@@ -32,7 +33,7 @@ from host.acp_provider._wire import (
     session_id_of,
 )
 from host.cancel import TimeoutReason
-from host.config import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, InheritEnv
+from host.config import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, MAX_OUTPUT_BYTES, InheritEnv
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
@@ -80,6 +81,7 @@ class AcpRunSpec:
     """Ladder: how long the child may take to exit after stdin EOF."""
     dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Ladder SIGTERM→SIGKILL grace and reap bound; also bounds observing exit facts (``ceil`` ms)."""
+    max_output_bytes: int = MAX_OUTPUT_BYTES  # past it the run ends `error` / `output-limit`
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,7 @@ class AcpRun:
         self._prompt_blocks = prompt_text_blocks(request.prompt)
         self._mapper = AcpChunkMapper()
         self._texts: list[str] = []
+        self._budget = OutputBudget(spec.max_output_bytes)
         self._frozen_output: list[ContentBlock] | None = None
         self._decision: PermissionDecision | None = None
         self._failure_facts: AcpFailureFacts | None = None
@@ -297,8 +300,8 @@ class AcpRun:
         with self._lifecycle.interruptible():
             self._prompt_outstanding = True
             try:
-                response = await self._conn.prompt(
-                    session_id, self._prompt_blocks, on_response=self._freeze_on_response
+                response = await self._budget.run(
+                    self._conn.prompt(session_id, self._prompt_blocks, on_response=self._freeze_on_response)
                 )
             except (AcpConnectionClosed, AcpResponseError) as raw:
                 self._prompt_outstanding = False
@@ -314,7 +317,9 @@ class AcpRun:
     def _result_of(self, response: object) -> SubagentResult:
         stop_reason, fact = map_stop_reason(response)
         facts: AcpFailureFacts | None = None
-        if stop_reason == "error":
+        if self._budget.exceeded:
+            stop_reason, facts = "error", AcpFailureFacts("prompt", "output-limit")
+        elif stop_reason == "error":
             category: Literal["remote-limit", "unknown"] = "remote-limit" if fact == "max_turn_requests" else "unknown"
             facts = AcpFailureFacts("prompt", category, stop_reason=fact)
         diagnostic = None if stop_reason == "completed" else acp_diagnostic(facts, self._decision)
@@ -343,11 +348,13 @@ class AcpRun:
         journal = self._journal
         if not self._lifecycle.published or journal.frozen:
             return
-        for chunk in self._mapper.map_update(update):
+        for chunk in self._budget.admitted(self._mapper.map_update(update)):
             # A text delta is exactly a non-empty `agent_message_chunk` text (stream-and-results.md §9.1): the fold.
             if type(chunk) is TextDelta:
                 self._texts.append(chunk.text)
             journal.chunk(chunk)
+        if self._budget.exceeded:
+            self._freeze()
 
     def _decide_permission(self, params: Mapping[str, object]) -> dict[str, object]:
         if self._lifecycle.cancelled:

@@ -12,7 +12,13 @@ from typing import Final, Literal
 from host._exceptions import ConfigError
 from host.cancel import MAX_TIMER_DELAY_MS
 from host.config import _rules
-from host.config._models import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, AcpEntryConfig
+from host.config._models import (
+    ACP_INITIALIZE_TIMEOUT_MS,
+    DISPOSE_EOF_GRACE_MS,
+    DISPOSE_GRACE_MS,
+    MAX_OUTPUT_BYTES,
+    AcpEntryConfig,
+)
 
 __all__ = ["ACP_PREFIX", "validate_acp_entry"]
 
@@ -45,6 +51,7 @@ def validate_acp_entry(
         table, "initialize_timeout_ms", ACP_INITIALIZE_TIMEOUT_MS, prefix, limit=limit
     )
     timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=limit)
+    max_output = _rules.check_positive_safe_integer(table, "max_output_bytes", prefix)
     placement = _rules.check_placement(table, prefix, base_dir)
     return AcpEntryConfig(
         name=name,
@@ -55,6 +62,7 @@ def validate_acp_entry(
         dispose_grace_ms=grace,
         initialize_timeout_ms=initialize_timeout,
         timeout_ms=timeout,
+        max_output_bytes=MAX_OUTPUT_BYTES if max_output is None else max_output,
     )
 
 

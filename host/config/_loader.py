@@ -12,6 +12,7 @@ import os
 import sys
 import tomllib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Final, cast
@@ -21,12 +22,15 @@ from host.config._acp import validate_acp_entry
 from host.config._lookup import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILENAME, find_config
 from host.config._models import (
     DEFAULT_KEEP_RUNS,
+    DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES,
+    DEFAULT_MAX_FINISHED_JOBS,
     AcpEntryConfig,
     EntryConfig,
     HostConfig,
     UnresolvedEntry,
     delegation_tool_name,
 )
+from host.config._rules import check_positive_safe_integer
 from host.config._sdk import validate_sdk_entry
 
 __all__ = [
@@ -105,7 +109,7 @@ def parse_config(
     for key in document:
         if key not in ("providers", "host"):
             raise ConfigError(f'{_HOST_PREFIX}unknown top-level config key "{key}"')
-    keep_runs = _validate_host_table(document.get("host"))
+    host_settings = _validate_host_table(document.get("host"))
     providers = document.get("providers")
     if providers is None:
         raise ConfigError(f"{_HOST_PREFIX}{source} configures no providers")
@@ -143,25 +147,45 @@ def parse_config(
     return HostConfig(
         providers=MappingProxyType(validated),
         source=source,
-        keep_runs=keep_runs,
+        keep_runs=host_settings.keep_runs,
+        max_finished_jobs=host_settings.max_finished_jobs,
+        max_finished_job_output_bytes=host_settings.max_finished_job_output_bytes,
         unresolved=MappingProxyType(unresolved),
     )
 
 
-def _validate_host_table(table: object) -> int:
-    """Validate the optional ``[host]`` table (only ``keep_runs``, an integer >= 0) and return ``keep_runs``."""
+@dataclass(frozen=True, slots=True)
+class _HostSettings:
+    keep_runs: int = DEFAULT_KEEP_RUNS
+    max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS
+    max_finished_job_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES
+
+
+_HOST_KEYS: Final = ("keep_runs", "max_finished_jobs", "max_finished_job_output_bytes")
+
+
+def _validate_host_table(table: object) -> _HostSettings:
+    """Validate the optional ``[host]`` table: ``keep_runs`` (an integer >= 0), ``max_finished_jobs`` and
+    ``max_finished_job_output_bytes`` (positive safe integers)."""
     if table is None:
-        return DEFAULT_KEEP_RUNS
+        return _HostSettings()
     if not isinstance(table, Mapping):
         raise ConfigError(f"{_HOST_PREFIX}host must be a table")
     settings = cast("Mapping[str, object]", table)
     for key in settings:
-        if key != "keep_runs":
+        if key not in _HOST_KEYS:
             raise ConfigError(f'{_HOST_PREFIX}unknown config key "host.{key}"')
     keep_runs = settings.get("keep_runs", DEFAULT_KEEP_RUNS)
     if type(keep_runs) is not int or keep_runs < 0:
         raise ConfigError(f"{_HOST_PREFIX}host.keep_runs must be an integer >= 0")
-    return keep_runs
+    prefix = f"{_HOST_PREFIX}host."
+    max_jobs = check_positive_safe_integer(settings, "max_finished_jobs", prefix)
+    max_bytes = check_positive_safe_integer(settings, "max_finished_job_output_bytes", prefix)
+    return _HostSettings(
+        keep_runs=keep_runs,
+        max_finished_jobs=DEFAULT_MAX_FINISHED_JOBS if max_jobs is None else max_jobs,
+        max_finished_job_output_bytes=DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES if max_bytes is None else max_bytes,
+    )
 
 
 def builtin_config() -> HostConfig:

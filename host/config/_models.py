@@ -19,6 +19,9 @@ from host._exceptions import ConfigError
 __all__ = [
     "ACP_INITIALIZE_TIMEOUT_MS",
     "DEFAULT_KEEP_RUNS",
+    "MAX_OUTPUT_BYTES",
+    "DEFAULT_MAX_FINISHED_JOBS",
+    "DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES",
     "DISPOSE_EOF_GRACE_MS",
     "DISPOSE_GRACE_MS",
     "INITIALIZE_TIMEOUT_MS",
@@ -34,8 +37,14 @@ __all__ = [
     "delegation_tool_name",
 ]
 
+MAX_OUTPUT_BYTES: Final = 8 * 1024 * 1024
+"""The default ``max_output_bytes`` of an entry: 8 MiB of output text per run."""
 DEFAULT_KEEP_RUNS: Final = 1000
 """How many of the newest run records retention keeps unless ``[host] keep_runs`` says otherwise."""
+DEFAULT_MAX_FINISHED_JOBS: Final = 256
+"""How many finished background jobs a host keeps unless ``[host] max_finished_jobs`` says otherwise."""
+DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES: Final = 64 * 1024 * 1024
+"""How many UTF-8 bytes of finished jobs' texts a host keeps unless ``[host] max_finished_job_output_bytes`` says."""
 
 _NOT_TOOL_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
@@ -88,6 +97,8 @@ class AcpEntryConfig(BaseModel):
     """Handshake deadline covering ``initialize`` and ``session/new``."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    """Bounds the UTF-8 bytes of text a run keeps; past it the run ends ``error`` / ``output-limit``."""
     description: str | None = None
     """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
 
@@ -127,6 +138,8 @@ class SdkEntryConfig(BaseModel):
     """Bound of the ``initialize`` request."""
     timeout_ms: float | None = None
     """Budget of one foreground delegation through this entry; ``None`` means no budget."""
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    """Bounds the UTF-8 bytes of text a run keeps; past it the run ends ``error`` / ``output-limit``."""
     description: str | None = None
     """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
 
@@ -157,6 +170,10 @@ class HostConfig:
     """The absolute path of the loaded file, or ``"<built-in>"``."""
     keep_runs: int = DEFAULT_KEEP_RUNS
     """``[host] keep_runs``: how many of the newest run records retention keeps."""
+    max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS
+    """``[host] max_finished_jobs``: how many finished background jobs are kept (oldest evicted first)."""
+    max_finished_job_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES
+    """``[host] max_finished_job_output_bytes``: the bytes of finished jobs' texts kept (oldest evicted first)."""
     unresolved: Mapping[str, UnresolvedEntry] = field(default_factory=lambda: MappingProxyType({}))
     """Entries that need an unset host variable; they register no tool and fail with their error when used."""
     searched: tuple[str, ...] = ()

@@ -51,6 +51,7 @@ SHARED_KEYS: Final = frozenset(
         "dispose_eof_grace_ms",
         "dispose_grace_ms",
         "timeout_ms",
+        "max_output_bytes",
         "description",
     }
 )

@@ -14,6 +14,7 @@ from host.config._models import (
     DISPOSE_EOF_GRACE_MS,
     DISPOSE_GRACE_MS,
     INITIALIZE_TIMEOUT_MS,
+    MAX_OUTPUT_BYTES,
     SDK_MODEL,
     SDK_PROVIDER,
     SHUTDOWN_TIMEOUT_MS,
@@ -58,6 +59,7 @@ def validate_sdk_entry(
     }
     timeout = _rules.check_optional_positive_ms(table, "timeout_ms", prefix, limit=MAX_TIMER_DELAY_MS)
     max_tokens = _rules.check_positive_safe_integer(table, "max_tokens", prefix)
+    max_output = _rules.check_positive_safe_integer(table, "max_output_bytes", prefix)
     placement = _rules.check_placement(table, prefix, base_dir)
     return SdkEntryConfig(
         name=name,
@@ -71,4 +73,5 @@ def validate_sdk_entry(
         dispose_grace_ms=graces["dispose_grace_ms"],
         initialize_timeout_ms=graces["initialize_timeout_ms"],
         timeout_ms=timeout,
+        max_output_bytes=MAX_OUTPUT_BYTES if max_output is None else max_output,
     )

@@ -44,6 +44,7 @@ AcpCategory = Literal[
     "unknown",
     "auth-required",
     "timeout",
+    "output-limit",
 ]
 AcpStopReasonFact = Literal["max_turn_requests", "unknown"]
 AcpToolKind = Literal[
@@ -62,6 +63,7 @@ SdkCategory = Literal[
     "child-disposed",
     "child-unknown",
     "missing-terminal",
+    "output-limit",
 ]
 
 ACP_RUN_FAILURE_PREFIX: Final = "subagent-acp: "

@@ -16,6 +16,7 @@ from host._exceptions import (
     TransportClosedError,
 )
 from host._json import ContentBlock
+from host._output_budget import OutputBudget
 from host.diagnostics import SdkCategory, sdk_failure_line
 from host.sdk_provider.client import turn_end_reason
 
@@ -78,7 +79,8 @@ class OutputFold:
     Fed only with validated root events after the receipt; ``freeze`` fixes the snapshot.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget: OutputBudget | None = None) -> None:
+        self._budget = budget
         self._message: list[ContentBlock] | None = None
         self._deltas: list[str] = []
         self._frozen: list[ContentBlock] | None = None
@@ -104,7 +106,7 @@ class OutputFold:
         elif event_type == "assistant/chunk":
             chunk = cast(Mapping[str, Any], fields["chunk"])
             if chunk["type"] == "text-delta" and chunk["text"]:
-                self._deltas.append(chunk["text"])
+                self._deltas.append(chunk["text"] if self._budget is None else self._budget.admit(chunk["text"]))
 
     def freeze(self) -> None:
         """Fix the output snapshot; idempotent."""

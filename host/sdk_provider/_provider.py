@@ -41,6 +41,7 @@ def spec_of_entry(entry: SdkEntryConfig, cwd: str) -> SdkRunSpec:
         dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
         dispose_grace_ms=entry.dispose_grace_ms,
         initialize_timeout_ms=entry.initialize_timeout_ms,
+        max_output_bytes=entry.max_output_bytes,
     )
 
 

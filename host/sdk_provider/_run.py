@@ -20,6 +20,8 @@ from host._contracts import AgentOptions, SubagentRequest
 from host._exceptions import SdkRunFailure, StartAbortedError
 from host._json import ContentBlock
 from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
+from host._output_budget import OutputBudget
+from host.config import MAX_OUTPUT_BYTES
 from host.diagnostics import (
     SdkCategory,
     SubagentResult,
@@ -95,13 +97,17 @@ class SdkRun:
         task_group: TaskGroup,
         on_error: ErrorSink | None,
         provider_name: str,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
     ) -> None:
         self._prompt = request.prompt
         self._client = client
         self._task_group = task_group
         self._session_id = "session-" + uuid.uuid4().hex
         self._mapper = SdkChunkMapper()
-        self._fold = OutputFold()
+        limit = max_output_bytes
+        # The fold and the stream each cut the same text deltas at the same bound.
+        self._fold = OutputFold(OutputBudget(limit))
+        self._budget = OutputBudget(limit)
         self._failure_category: SdkCategory = "unknown"
         self._lifecycle: RunLifecycle[Exception] = RunLifecycle(
             request,
@@ -169,9 +175,17 @@ class SdkRun:
         task_group: TaskGroup,
         on_error: ErrorSink | None,
         provider_name: str,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
     ) -> SdkRun:
         """Race the handshake against local cancel; publish, or close the client once and raise (§5.1, §5.8)."""
-        run = cls(request, client=client, task_group=task_group, on_error=on_error, provider_name=provider_name)
+        run = cls(
+            request,
+            client=client,
+            task_group=task_group,
+            on_error=on_error,
+            provider_name=provider_name,
+            max_output_bytes=max_output_bytes,
+        )
         await run._lifecycle.start(
             run._handshake,
             startup_failure=run._startup_failure,
@@ -198,12 +212,17 @@ class SdkRun:
     async def _attempt(self) -> SubagentResult:
         with self._lifecycle.interruptible():
             try:
-                outcome = await self._client.run(self._session_id, self._prompt, on_notification=self._observe)
+                outcome = await self._budget.run(
+                    self._client.run(self._session_id, self._prompt, on_notification=self._observe)
+                )
             except Exception as exc:
                 self._freeze()
                 self._failure_category = classify_error(exc)
                 raise
             self._freeze()
+            if outcome is None or self._budget.exceeded:
+                diagnostic = sdk_failure_line("session-run", "output-limit")
+                return SubagentResult(output=self._fold.output(), stop_reason="error", diagnostic=diagnostic)
             stop_reason, diagnostic = result_of_events(outcome.events)
             return SubagentResult(output=self._fold.output(), stop_reason=stop_reason, diagnostic=diagnostic)
         # Local cancel: settlement turns this placeholder into `aborted` with the partial output.
@@ -217,8 +236,10 @@ class SdkRun:
         if notification.method == "session.event":
             event = params["event"]
             self._fold.observe(event)
-            for chunk in self._mapper.map_event(event):
+            for chunk in self._budget.admitted(self._mapper.map_event(event)):
                 self._journal.chunk(chunk)
+            if self._budget.exceeded:
+                self._freeze()
         elif params.get("status") == "idle":
             self._freeze()  # the outcome is fixed at the root idle
 
@@ -263,4 +284,11 @@ async def start_sdk_run(
     if request.signal.cancelled:
         raise StartAbortedError(START_ABORTED_MESSAGE)
     client = client_factory(resolve_route(spec, request.agent_options))
-    return await SdkRun.start(request, client, task_group=task_group, on_error=on_error, provider_name=provider_name)
+    return await SdkRun.start(
+        request,
+        client,
+        task_group=task_group,
+        on_error=on_error,
+        provider_name=provider_name,
+        max_output_bytes=spec.max_output_bytes,
+    )

@@ -5,13 +5,15 @@ run is always disposed before the outcome is recorded (``settle_job_start``). A 
 returns nothing while it runs and its full answer on every read once it settled. ``kill`` moves a live job to
 ``stopping`` until it settles. A job honours its entry's ``timeout_ms``: the deadline settles it ``failed`` with
 the timeout text as its detail. ``aclose`` kills every live job and waits, shielded and bounded, until each one
-settled, so no job outlives its owner.
+settled, so no job outlives its owner. Finished jobs are evicted oldest first once more than ``max_finished_jobs``
+of them, or more than ``max_finished_output_bytes`` of their texts, are kept; an evicted id reads like an unknown one.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
@@ -23,6 +25,7 @@ from host._contracts import SubagentRun
 from host._exceptions import JobNotFoundError, SubagentHostError, describe_error
 from host._json import format_ms
 from host.cancel import CancelController, CancelSignal, deadline, timeout_of
+from host.config import DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES, DEFAULT_MAX_FINISHED_JOBS
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
 from host.stream import FrameObserver, StreamFrame
 
@@ -111,11 +114,24 @@ class JobRunner:
 
     Args:
         task_group: runs every job body; it must outlive ``aclose``.
+        max_finished_jobs: how many finished jobs are kept; the oldest finished is evicted first.
+        max_finished_output_bytes: how many UTF-8 bytes of finished jobs' texts (output and detail) are kept.
     """
 
-    def __init__(self, task_group: TaskGroup) -> None:
+    def __init__(
+        self,
+        task_group: TaskGroup,
+        *,
+        max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS,
+        max_finished_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES,
+    ) -> None:
         self._task_group = task_group
         self._jobs: dict[str, _Job] = {}
+        self._max_finished_jobs = max_finished_jobs
+        self._max_finished_output_bytes = max_finished_output_bytes
+        self._finished: OrderedDict[str, int] = OrderedDict()
+        """Finished job ids, oldest first, with the bytes each one's texts hold."""
+        self._finished_bytes = 0
         self._counters: dict[str, itertools.count[int]] = {}
         self._listeners: dict[int, JobDoneListener] = {}
         self._listener_keys = itertools.count()
@@ -151,7 +167,9 @@ class JobRunner:
             SubagentHostError: an empty ``job_id``.
             JobNotFoundError: no job has that id.
         """
-        job = self._job(job_id)
+        return self._read_text(self._job(job_id))
+
+    def _read_text(self, job: _Job) -> str:
         body = ""
         if job.outcome is not None:
             job.reported = True
@@ -179,7 +197,8 @@ class JobRunner:
                     await job.settled.wait()
             finally:
                 job.waiters -= 1
-        return self.read(job_id)
+        # Read the job itself: it may have been evicted since it settled.
+        return self._read_text(job)
 
     def kill(self, job_id: str, reason: str | None = None) -> str:
         """Cancel a live job (reason ``background subagent task killed`` unless given); return the confirmation.
@@ -274,8 +293,27 @@ class JobRunner:
             if job.waiters:
                 job.reported = True
             job.settled.set()
+            self._retain_finished(job)
         if not job.reported:
             self._announce(job)
+
+    @property
+    def retained_finished(self) -> tuple[int, int]:
+        """``(finished jobs kept, UTF-8 bytes of their texts)``."""
+        return len(self._finished), self._finished_bytes
+
+    def _retain_finished(self, job: _Job) -> None:
+        outcome = job.outcome
+        assert outcome is not None
+        size = len((outcome.output or "").encode()) + len((outcome.detail or "").encode())
+        self._finished[job.id] = size
+        self._finished_bytes += size
+        while self._finished and (
+            len(self._finished) > self._max_finished_jobs or self._finished_bytes > self._max_finished_output_bytes
+        ):
+            oldest, oldest_size = self._finished.popitem(last=False)
+            self._finished_bytes -= oldest_size
+            del self._jobs[oldest]
 
     def _announce(self, job: _Job) -> None:
         notice = _COMPLETION_NOTICE.format(job_id=job.id, kind=job.kind, label=job.label, status_line=job.status_line())

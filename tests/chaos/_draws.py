@@ -12,11 +12,10 @@ from typing import Any, Final
 
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME
 
-OUTPUT_FLOOD_ENABLED: Final = False
-"""The "output flood past ``max_output_bytes``" draw; off until the per-entry ``max_output_bytes`` bound exists
-(without it the host keeps the whole flood: issue 12, deliverable 2). Switch it on together with that bound."""
+OUTPUT_FLOOD_ENABLED: Final = True
+"""The "output flood past ``max_output_bytes``" draw: the run ends ``error`` / ``output-limit`` at the bound."""
 OUTPUT_FLOOD_MIB: Final = 12
-"""Past the planned 8 MiB default of ``max_output_bytes``."""
+"""Past the 8 MiB default of ``max_output_bytes``."""
 
 TIMEOUT_MS: Final = 700
 """The ``timeout_ms`` of the ``*-timeout`` entries."""

@@ -256,3 +256,22 @@ def test_an_entry_error_keeps_the_spec_text_and_carries_the_entry_and_source() -
         parse_config(document, source="/etc/agents.toml")
     assert str(caught.value) == "subagent-acp: command must be a non-empty string"
     assert (caught.value.provider, caught.value.source) == ("bad", "/etc/agents.toml")
+
+
+_ONE_PROVIDER: dict[str, object] = {"a": {"kind": "acp", "command": "agent"}}
+
+
+def test_the_host_table_bounds_finished_jobs_with_defaults_256_and_64_mib() -> None:
+    default = parse_config({"providers": _ONE_PROVIDER})
+    assert (default.max_finished_jobs, default.max_finished_job_output_bytes) == (256, 64 * 1024 * 1024)
+    host_table: dict[str, object] = {"max_finished_jobs": 3, "max_finished_job_output_bytes": 1024}
+    configured = parse_config({"providers": _ONE_PROVIDER, "host": host_table})
+    assert (configured.max_finished_jobs, configured.max_finished_job_output_bytes) == (3, 1024)
+
+
+@pytest.mark.parametrize("key", ["max_finished_jobs", "max_finished_job_output_bytes"])
+@pytest.mark.parametrize("bad", [0, -1, 1.0, True, "8", 2**53])
+def test_a_finished_job_bound_must_be_a_positive_safe_integer(key: str, bad: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"providers": _ONE_PROVIDER, "host": {key: bad}})
+    assert str(caught.value) == f"subagent-host: host.{key} must be a positive safe integer"

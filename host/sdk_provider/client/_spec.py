@@ -13,6 +13,7 @@ from host.config import (
     DISPOSE_EOF_GRACE_MS,
     DISPOSE_GRACE_MS,
     INITIALIZE_TIMEOUT_MS,
+    MAX_OUTPUT_BYTES,
     SDK_MODEL,
     SDK_PROVIDER,
     SHUTDOWN_TIMEOUT_MS,
@@ -52,3 +53,5 @@ class SdkRunSpec:
     """Ladder: the SIGTERM→SIGKILL window and the post-SIGKILL reap bound."""
     initialize_timeout_ms: float = INITIALIZE_TIMEOUT_MS
     """Bound of the ``initialize`` request."""
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    """Bounds the output text the run keeps; past it the run ends ``error`` / ``output-limit``."""

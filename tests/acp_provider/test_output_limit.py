@@ -1,0 +1,46 @@
+"""``max_output_bytes``: past the bound an ACP run ends ``error`` / ``output-limit`` at stage ``prompt``, keeping
+the text up to the bound cut at a character boundary; no chunk past it reaches the stream or the transcript."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+
+from host.acp_provider import start_acp_run
+from host.stream import ChunkFrame, StreamFrame, TextDelta
+from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, task_group
+from tests.snapshots import assert_snapshot
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_output_past_the_bound_ends_the_run_with_the_output_limit_diagnostic(tmp_path: Path) -> None:
+    # 20 two-byte characters against a 15-byte bound: 7 characters (14 bytes) are kept.
+    spec = replace(agent_spec(tmp_path, MOCK_TEXT="é" * 20, MOCK_LATE_TEXT="late"), max_output_bytes=15)
+    frames: list[StreamFrame] = []
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            run = await start_acp_run(make_request(on_frame=frames.append), spec, task_group=group)
+            result = await run.result()
+            await run.dispose()
+    assert result.stop_reason == "error"
+    assert result.output == [{"type": "text", "text": "é" * 7}]
+    streamed = [frame.chunk for frame in frames if isinstance(frame, ChunkFrame)]
+    assert [chunk.text for chunk in streamed if isinstance(chunk, TextDelta)] == ["é" * 7]
+    assert [event.type for event in run.transcript] == ["run/start", "assistant/attempt", "run/end"]
+    assert run.transcript[1].data["stream"] == [TextDelta(index=0, text="é" * 7)]
+    assert_snapshot("acp", "output-limit", result.to_json())
+
+
+async def test_output_within_the_bound_completes(tmp_path: Path) -> None:
+    spec = replace(agent_spec(tmp_path, MOCK_TEXT="é" * 20), max_output_bytes=40)
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            run = await start_acp_run(make_request(), spec, task_group=group)
+            result = await run.result()
+            await run.dispose()
+    assert result.stop_reason == "completed"
+    assert result.output == [{"type": "text", "text": "é" * 20}]

@@ -1,0 +1,50 @@
+"""``max_output_bytes``: past the bound a DSH SDK run ends ``error`` / ``output-limit`` at stage ``session-run``,
+keeping the text up to the bound cut at a character boundary; no chunk past it reaches the stream."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+
+from host.sdk_provider import start_sdk_run
+from host.stream import ChunkFrame, StreamFrame, TextDelta
+from tests.sdk_provider._helpers import (
+    PROCESS_TIMEOUT_S,
+    assert_result_snapshot,
+    make_request,
+    runtime_spec,
+    task_group,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_output_past_the_bound_ends_the_run_with_the_output_limit_diagnostic(tmp_path: Path) -> None:
+    # 20 two-byte characters against a 15-byte bound: 7 characters (14 bytes) are kept.
+    spec = replace(runtime_spec(tmp_path, FAKE_TEXT="é" * 20), max_output_bytes=15)
+    frames: list[StreamFrame] = []
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            run = await start_sdk_run(make_request(on_frame=frames.append), spec, task_group=group)
+            result = await run.result()
+            await run.dispose()
+    assert result.stop_reason == "error"
+    assert result.diagnostic == "Subagent failure (provider: DSH SDK; stage: session-run; category: output-limit)"
+    assert result.output == [{"type": "text", "text": "é" * 7}]
+    streamed = [frame.chunk for frame in frames if isinstance(frame, ChunkFrame)]
+    assert [chunk.text for chunk in streamed if isinstance(chunk, TextDelta)] == ["é" * 7]
+    assert_result_snapshot("output-limit", result)
+
+
+async def test_output_within_the_bound_completes(tmp_path: Path) -> None:
+    spec = replace(runtime_spec(tmp_path, FAKE_TEXT="é" * 20), max_output_bytes=40)
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            run = await start_sdk_run(make_request(), spec, task_group=group)
+            result = await run.result()
+            await run.dispose()
+    assert result.stop_reason == "completed"
+    assert result.output == [{"type": "text", "text": "é" * 20}]
