@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Final, Literal
 
 import anyio
@@ -24,8 +23,14 @@ from host._json import ContentBlock
 from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host._output_budget import OutputBudget
 from host.acp_provider._connection import AcpConnection
+from host.acp_provider._spec import (
+    AcpRunSpec,
+    StartupFailure,
+    exit_facts,
+    is_auth_required,
+    spawn_capturing_stderr,
+)
 from host.acp_provider._wire import (
-    AUTH_REQUIRED_CODE,
     cancelled_answer,
     choose_permission,
     map_stop_reason,
@@ -33,17 +38,15 @@ from host.acp_provider._wire import (
     session_id_of,
 )
 from host.cancel import TimeoutReason
-from host.config import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE_GRACE_MS, MAX_OUTPUT_BYTES, InheritEnv
 from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
     PermissionDecision,
-    PermissionPolicy,
     SubagentResult,
     acp_diagnostic,
     acp_run_failure,
 )
-from host.process import ManagedProcess, ProcessHandle, ProcessOutcome, spawn_managed
+from host.process import ManagedProcess, ProcessHandle, ProcessOutcome
 from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
 
 __all__ = ["START_ABORTED_MESSAGE", "AcpRun", "AcpRunSpec", "start_acp_run"]
@@ -57,55 +60,6 @@ NO_SESSION_ID_MESSAGE: Final = "ACP child published without a session id"
 
 # Bounds the run task's `session/cancel` write after a local cancel (dispose waits for it, bounded, before the ladder).
 _CANCEL_WRITE_TIMEOUT_S: Final = 1.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AcpRunSpec:
-    """Everything one run needs, already resolved: an absolute cwd and ``${NAME}``-expanded explicit env."""
-
-    command: str
-    """``argv[0]``; a name without ``/`` is looked up on the child environment's ``PATH``."""
-    args: tuple[str, ...] = ()
-    """``argv[1:]``."""
-    cwd: str
-    """Absolute: the child's cwd and the ``session/new`` ``cwd``."""
-    env: Mapping[str, str] = field(default_factory=dict[str, str])
-    """Explicit child variables, merged over the filtered ambient environment."""
-    inherit_env: InheritEnv = "scrubbed"
-    """Which ambient variables the child inherits (``build_child_env``'s ``inherit``)."""
-    permission: PermissionPolicy = "reject"
-    """The unattended permission policy."""
-    initialize_timeout_ms: float = ACP_INITIALIZE_TIMEOUT_MS
-    """One bound on the ``initialize`` and ``session/new`` response waits together (``ceil`` ms)."""
-    dispose_eof_grace_ms: float = DISPOSE_EOF_GRACE_MS
-    """Ladder: how long the child may take to exit after stdin EOF."""
-    dispose_grace_ms: float = DISPOSE_GRACE_MS
-    """Ladder SIGTERM→SIGKILL grace and reap bound; also bounds observing exit facts (``ceil`` ms)."""
-    max_output_bytes: int = MAX_OUTPUT_BYTES  # past it the run ends `error` / `output-limit`
-
-
-@dataclass(frozen=True, slots=True)
-class _StartupFailure:
-    """A failed handshake request: its stage, the raw error, and facts when they need no exit observation."""
-
-    stage: AcpStage
-    raw: BaseException
-    facts: AcpFailureFacts | None = None
-
-
-def _exit_facts(stage: AcpStage, outcome: ProcessOutcome) -> AcpFailureFacts:
-    return AcpFailureFacts(stage, "process-exit", exit_code=outcome.exit_code, signal=outcome.signal)
-
-
-def _is_auth_required(raw: BaseException) -> bool:
-    return isinstance(raw, AcpResponseError) and type(raw.code) is int and raw.code == AUTH_REQUIRED_CODE
-
-
-async def spawn_capturing_stderr(
-    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
-) -> ProcessHandle:
-    """The default spawn: the child's stderr is drained into a bounded tail (host-only), never inherited."""
-    return await spawn_managed(argv, cwd=cwd, env=env, task_group=task_group, grace_ms=grace_ms, capture_stderr=True)
 
 
 class AcpRun:
@@ -132,7 +86,7 @@ class AcpRun:
         self._prompt_outstanding = False
         self._session_cancel_due = False
         self._conn: AcpConnection | None = None
-        self._lifecycle: RunLifecycle[_StartupFailure] = RunLifecycle(
+        self._lifecycle: RunLifecycle[StartupFailure] = RunLifecycle(
             request,
             run_id=new_run_id(),
             kind="acp",
@@ -243,21 +197,21 @@ class AcpRun:
             name=f"ACP prompt of run {self.id}",
         )
 
-    async def _startup_failure_of(self, failure: _StartupFailure) -> AcpRunFailure:
+    async def _startup_failure_of(self, failure: StartupFailure) -> AcpRunFailure:
         facts = failure.facts
         if facts is None:
             outcome: ProcessOutcome | None = None
             with anyio.CancelScope(shield=True):
                 outcome = await self._observe_outcome()
             facts = (
-                _exit_facts(failure.stage, outcome)
+                exit_facts(failure.stage, outcome)
                 if outcome is not None
                 else AcpFailureFacts(failure.stage, "transport")
             )
         call_error_sink(self._lifecycle.on_error, failure.raw)
         return acp_run_failure(facts, failure.raw)
 
-    async def _handshake(self) -> _StartupFailure | None:
+    async def _handshake(self) -> StartupFailure | None:
         assert self._conn is not None
         timeout_ms = self._spec.initialize_timeout_ms
         stage: AcpStage = "initialize"
@@ -271,20 +225,20 @@ class AcpRun:
             except (AcpConnectionClosed, AcpResponseError) as raw:
                 return self._startup_failure(stage, raw)
         if bound.cancelled_caught:
-            return _StartupFailure(stage, TimeoutReason(f"ACP {stage}", timeout_ms), AcpFailureFacts(stage, "timeout"))
+            return StartupFailure(stage, TimeoutReason(f"ACP {stage}", timeout_ms), AcpFailureFacts(stage, "timeout"))
         session_id = session_id_of(created)
         if session_id is None:
-            return _StartupFailure(
+            return StartupFailure(
                 "new-session", SubagentHostError(NO_SESSION_ID_MESSAGE), AcpFailureFacts("new-session", "protocol")
             )
         self._session_id = session_id
         return None
 
     @staticmethod
-    def _startup_failure(stage: AcpStage, raw: BaseException) -> _StartupFailure:
-        if _is_auth_required(raw):
-            return _StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required"))
-        return _StartupFailure(stage, raw)
+    def _startup_failure(stage: AcpStage, raw: BaseException) -> StartupFailure:
+        if is_auth_required(raw):
+            return StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required"))
+        return StartupFailure(stage, raw)
 
     # -- the published attempt ---------------------------------------------------------------------------------
 
@@ -326,11 +280,11 @@ class AcpRun:
         return SubagentResult(output=self._output(), stop_reason=stop_reason, diagnostic=diagnostic)
 
     async def _classify_prompt_failure(self, raw: BaseException) -> AcpFailureFacts:
-        if _is_auth_required(raw):
+        if is_auth_required(raw):
             return AcpFailureFacts("prompt", "auth-required")
         # Interruptible by local cancel: this runs inside the attempt's scope.
         outcome = await self._observe_outcome()
-        return _exit_facts("process", outcome) if outcome is not None else AcpFailureFacts("prompt", "transport")
+        return exit_facts("process", outcome) if outcome is not None else AcpFailureFacts("prompt", "transport")
 
     def _failure_diagnostic(self) -> str | None:
         return acp_diagnostic(self._failure_facts, self._decision) if self._failure_facts is not None else None
@@ -395,7 +349,7 @@ class AcpRun:
         """Report a ladder failure to the sink and build its safe form (acp-provider.md §9.5)."""
         call_error_sink(self._lifecycle.on_error, raw)
         outcome = self._handle.outcome
-        facts = _exit_facts("teardown", outcome) if outcome is not None else AcpFailureFacts("teardown", "unknown")
+        facts = exit_facts("teardown", outcome) if outcome is not None else AcpFailureFacts("teardown", "unknown")
         return acp_run_failure(facts, raw)
 
 

@@ -48,6 +48,7 @@ from host.sdk_provider.client._texts import (
     TEARDOWN_AGGREGATE_MESSAGE,
     closed_reason,
     failure_context,
+    method_not_found,
     timeout_text,
 )
 from host.sdk_provider.client._validation import (
@@ -73,7 +74,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_METHOD_NOT_FOUND: Final = "method not found: {method}"
 _SHUTDOWN_FAILED_NOTE: Final = "shutdown request failed: {message}"
 
 STDERR_TAIL_LINES: Final = 400
@@ -90,10 +90,6 @@ _ROUTED_METHODS: Final = frozenset({"session.event", "session.status"})
 
 def _next_request_id() -> str:
     return f"req_{uuid.uuid4().hex}"
-
-
-def _method_not_found(method: str) -> str:
-    return _METHOD_NOT_FOUND.format(method=method)
 
 
 class SdkClient:
@@ -201,7 +197,7 @@ class SdkClient:
             receive=handle.stdout,
             on_notification=self._route,
             next_id=_next_request_id,
-            method_not_found=_method_not_found,
+            method_not_found=method_not_found,
         )
 
     # -- requests ----------------------------------------------------------------------------------------------
@@ -388,8 +384,6 @@ class SdkClient:
         for subscriptions in list(self._subscriptions.values()):
             for subscription in subscriptions:
                 subscription.fail(factory)
-
-    # -- host-only error texts ---------------------------------------------------------------------------------
 
     def _failure_factory(self, reason: str) -> Callable[[], TransportClosedError]:
         # Built lazily: exit facts and the stderr tail are as complete as possible when the consumer gets there.

@@ -22,6 +22,7 @@ __all__ = [
     "TEARDOWN_AGGREGATE_MESSAGE",
     "closed_reason",
     "failure_context",
+    "method_not_found",
     "timeout_text",
 ]
 
@@ -31,6 +32,7 @@ NOT_RUNNING_MESSAGE: Final = "DSH SDK runtime is not running"
 RUNTIME_CLOSED_MESSAGE: Final = "DSH SDK runtime closed"
 CLIENT_CLOSED_MESSAGE: Final = "DSH SDK runtime client is closed"
 TEARDOWN_AGGREGATE_MESSAGE: Final = "DSH SDK runtime teardown failed"
+_METHOD_NOT_FOUND: Final = "method not found: {method}"
 _TIMEOUT_MESSAGE: Final = "{method} timed out after {ms}ms waiting for the DSH SDK runtime"
 
 
@@ -66,3 +68,8 @@ def closed_reason(peer: JsonRpcPeer) -> str:
     if peer.close_reason == "closed":
         return "JSON-RPC transport closed"
     return NOT_RUNNING_MESSAGE
+
+
+def method_not_found(method: str) -> str:
+    """The ``-32601`` message for a runtime request the host does not serve."""
+    return _METHOD_NOT_FOUND.format(method=method)
