@@ -169,8 +169,6 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
     )
     _add_recording_arguments(run, "the run")
     run.add_argument("task", metavar="TASK", nargs="?", help="the task; - reads it from stdin")
-    runs = _add_runs(sub, formatter)
-    serve = _add_serve(sub, formatter)
     providers = sub.add_parser(
         "providers",
         parents=[common],
@@ -190,6 +188,8 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
     )
     check.add_argument("--cwd", metavar="DIR", help="the workspace the children start in (default: .)")
     check.add_argument("names", metavar="NAME", nargs="*", help="provider entries to check (default: all)")
+    runs = _add_runs(sub, formatter)
+    serve = _add_serve(sub, formatter)
     return parser, {"run": run, "runs": runs, "providers": providers, "check": check, "serve": serve}
 
 
