@@ -150,6 +150,7 @@ async def test_a_runtime_that_never_finishes_ends_on_timeout_ms_with_124(
         "stop_reason": "aborted",
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 500ms",
+        "hints": ["providers.dsh-sdk timeout_ms = 500; raise it or pass --timeout-ms N"],
     }
     if expected_output is not None:
         assert output == expected_output
