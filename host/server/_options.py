@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from subagent_host_cli._early import EXIT_BY_SIGNAL
 from subagent_host_cli._parser import DEFAULT_HTTP_HOST, DEFAULT_MAX_CONCURRENT_RUNS
 
 __all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "run_serve"]
 
 _EXIT_OK: Final = 0
 _EXIT_USAGE: Final = 2
-_EXIT_BY_SIGNAL: Final = {signal.SIGHUP: 129, signal.SIGINT: 130, signal.SIGTERM: 143}
 
 EarlySignal = Callable[[], signal.Signals | None]
 """The first signal the console entry recorded before serving started (``None``: none)."""
@@ -100,7 +100,7 @@ def run_serve(args: argparse.Namespace, *, early_signal: EarlySignal, owns_proce
     received = early_signal()
     if received is not None:
         sys.stderr.write(f"subagent-host: interrupted by {received.name} before serving started\n")
-        return _EXIT_BY_SIGNAL[received]
+        return EXIT_BY_SIGNAL[received]
     if owns_process:
         # A grandchild that setsid()-s away from its parent is adopted and swept before exiting.
         adopt_orphans()
@@ -109,7 +109,7 @@ def run_serve(args: argparse.Namespace, *, early_signal: EarlySignal, owns_proce
         received = early_signal()
         assert received is not None
         sys.stderr.write(f"subagent-host: interrupted by {received.name} before serving started\n")
-        return _EXIT_BY_SIGNAL[received]
+        return EXIT_BY_SIGNAL[received]
     if owns_process:
         # Every run, job and orphan is gone. Finalizing the SDK's large module graph takes seconds on a loaded box,
         # longer than the client's grace before it SIGTERMs us: flush and leave now.
