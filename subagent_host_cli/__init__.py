@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments in _VERSION_ARGV:
         as_json = "--json" in arguments
-        _early.write(1, f'{{"version": "{__version__}"}}\n' if as_json else f"subagent-host {__version__}\n")
+        _early.write(
+            1, f'{{"schema": 1, "version": "{__version__}"}}\n' if as_json else f"subagent-host {__version__}\n"
+        )
         sys.exit(0)
     from subagent_host_cli._parser import parse_command_line
 

@@ -50,7 +50,7 @@ def interrupted_before_start(received: signal.Signals, *, as_json: bool) -> int:
     message = f"subagent-host: interrupted by {received.name} before the run started"
     write(2, message + "\n")
     if as_json:
-        write(1, json.dumps({"error": message}) + "\n")
+        write(1, json.dumps({"schema": 1, "error": message}) + "\n")
     return EXIT_BY_SIGNAL[received]
 
 

@@ -12,9 +12,15 @@ import sys
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
-__all__ = ["EXIT_USAGE", "ParsedCommand", "parse_command_line"]
+__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "EXIT_USAGE", "ParsedCommand", "parse_command_line"]
 
 EXIT_USAGE: Final = 2
+JSON_SCHEMA_VERSION: Final = 1
+"""The ``schema`` member that leads every JSON object the CLI prints."""
+DEFAULT_MAX_CONCURRENT_RUNS: Final = 8
+"""``serve``: the host-wide limit of concurrent tool calls; excess calls queue."""
+DEFAULT_HTTP_HOST: Final = "127.0.0.1"
+"""``serve``: where ``--http PORT`` or ``--http :PORT`` binds."""
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_LEVEL_ENV_VAR: Final = "SUBAGENT_HOST_LOG_LEVEL"
 
@@ -33,7 +39,30 @@ exit status:
 
 config lookup: --config, $SUBAGENT_HOST_CONFIG (must exist), ./subagent-host.toml then each parent directory,
 the user config file (config.toml in the user config dir), then the built-in echo provider.
+run records: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
 """
+RUNS_EPILOG: Final = """\
+exit status:
+  0  success
+  1  runs show: no run id starts with RUN_ID, or several do
+  2  usage or configuration error
+
+state directory: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
+"""
+SERVE_EPILOG: Final = """\
+exit status:
+  0    shut down cleanly (stdin EOF, SIGTERM, SIGINT or SIGHUP): every run and job was torn down
+  2    usage or config error
+  129  SIGHUP, 130 SIGINT, 143 SIGTERM: received before serving started (nothing was served)
+
+run records: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
+"""
+_SERVE_DESCRIPTION: Final = (
+    "Serve the host's tools (delegate_<name>, job_output, job_list, job_kill) as an MCP server on stdin/stdout, "
+    "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
+    "is torn down and the exit status is 0. Every run is recorded under the state directory unless --no-record."
+)
+_COMMANDS: Final = "run, runs, providers, check, serve"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +87,7 @@ class _Parser(argparse.ArgumentParser):
 def parse_command_line(argv: list[str], *, version: str) -> ParsedCommand | int:
     """Parse ``argv``; return the command, or the exit status of ``--version``, ``--help`` or a usage error."""
     parser, commands = _build(version)
-    as_json = "--json" in argv
+    as_json = "--json" in argv or "--stream-json" in argv
     try:
         try:
             args = parser.parse_args(argv)
@@ -68,10 +97,10 @@ def parse_command_line(argv: list[str], *, version: str) -> ParsedCommand | int:
             _print_version(version, as_json=args.json)
             return 0
         if args.command is None:
-            raise _UsageError("a command is required (run, providers, check)", parser.format_usage())
+            raise _UsageError(f"a command is required ({_COMMANDS})", parser.format_usage())
         if args.command == "run":
             args.task = _read_task(args, commands["run"].format_usage())
-        level = args.log_level or os.environ.get(LOG_LEVEL_ENV_VAR, "warning").lower()
+        level = getattr(args, "log_level", None) or os.environ.get(LOG_LEVEL_ENV_VAR, "warning").lower()
         if level not in LOG_LEVELS:
             raise _UsageError(
                 f"{LOG_LEVEL_ENV_VAR} must be one of {', '.join(LOG_LEVELS)}", commands[args.command].format_usage()
@@ -83,13 +112,15 @@ def parse_command_line(argv: list[str], *, version: str) -> ParsedCommand | int:
         sys.stderr.write(message + "\n")
         sys.stderr.flush()
         if as_json:
-            _stdout(json.dumps({"error": message}) + "\n")
+            _stdout(json.dumps({"schema": JSON_SCHEMA_VERSION, "error": message}) + "\n")
         return EXIT_USAGE
-    return ParsedCommand(args=args, as_json=bool(args.json))
+    as_json = bool(getattr(args, "json", False) or getattr(args, "stream_json", False))
+    return ParsedCommand(args=args, as_json=as_json)
 
 
 def _print_version(version: str, *, as_json: bool) -> None:
-    _stdout(json.dumps({"version": version}) + "\n" if as_json else f"subagent-host {version}\n")
+    text = json.dumps({"schema": JSON_SCHEMA_VERSION, "version": version}) + "\n"
+    _stdout(text if as_json else f"subagent-host {version}\n")
 
 
 def _stdout(text: str) -> None:
@@ -131,6 +162,12 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
     run.add_argument("--permission", choices=("allow", "reject"), help="override the ACP entry's permission policy")
     run.add_argument("--timeout-ms", metavar="N", type=_positive_ms, help="override the entry's timeout_ms")
     run.add_argument("--file", metavar="PATH", help="read the task from a UTF-8 file")
+    run.add_argument(
+        "--stream-json",
+        action="store_true",
+        help="print every run record as NDJSON as it happens, then the --json object as the last line",
+    )
+    _add_recording_arguments(run, "the run")
     run.add_argument("task", metavar="TASK", nargs="?", help="the task; - reads it from stdin")
     providers = sub.add_parser(
         "providers",
@@ -151,7 +188,105 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
     )
     check.add_argument("--cwd", metavar="DIR", help="the workspace the children start in (default: .)")
     check.add_argument("names", metavar="NAME", nargs="*", help="provider entries to check (default: all)")
-    return parser, {"run": run, "providers": providers, "check": check}
+    runs = _add_runs(sub, formatter)
+    serve = _add_serve(sub, formatter)
+    return parser, {"run": run, "runs": runs, "providers": providers, "check": check, "serve": serve}
+
+
+def _add_state_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where run records live (default: $SUBAGENT_HOST_STATE_DIR, else the user state directory)",
+    )
+
+
+def _add_recording_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    _add_state_dir(parser)
+    parser.add_argument("--no-record", action="store_true", help=f"do not record {what} under the state directory")
+
+
+def _add_runs(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> _Parser:  # pyright: ignore[reportPrivateUsage]
+    runs = sub.add_parser(
+        "runs",
+        help="list, show or prune recorded runs",
+        description="Read the runs recorded under the state directory.",
+        epilog=RUNS_EPILOG,
+        formatter_class=formatter,
+    )
+    actions = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION", parser_class=_Parser)
+    listing = actions.add_parser(
+        "list",
+        help="the recorded runs, newest first",
+        description="List the recorded runs, newest first: run id, start time, provider, duration, status, task.",
+        epilog=RUNS_EPILOG,
+        formatter_class=formatter,
+    )
+    listing.add_argument("--json", action="store_true", help='print one JSON object: {"schema": 1, "runs": [...]}')
+    listing.add_argument("--limit", type=_non_negative, metavar="N", help="show at most N runs")
+    _add_state_dir(listing)
+    show = actions.add_parser(
+        "show",
+        help="one run's transcript",
+        description="Print one recorded run's transcript (child text neutralised), or its child's stderr tail.",
+        epilog=RUNS_EPILOG,
+        formatter_class=formatter,
+    )
+    show.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
+    show.add_argument("--json", action="store_true", help="print one JSON object with every record")
+    show.add_argument("--stderr", action="store_true", help="print the child's stderr tail instead")
+    _add_state_dir(show)
+    prune = actions.add_parser(
+        "prune",
+        help="remove all but the newest runs (never one in progress)",
+        description="Remove all but the newest N recorded runs; a run still in progress is never removed.",
+        epilog=RUNS_EPILOG,
+        formatter_class=formatter,
+    )
+    prune.add_argument("--keep", type=_non_negative, metavar="N", help="how many to keep (default: [host] keep_runs)")
+    prune.add_argument("--config", metavar="PATH", help="the TOML config file (for [host] keep_runs)")
+    _add_state_dir(prune)
+    return runs
+
+
+def _add_serve(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> _Parser:  # pyright: ignore[reportPrivateUsage]
+    serve = sub.add_parser(
+        "serve",
+        help="serve the host's tools as an MCP server",
+        description=_SERVE_DESCRIPTION,
+        epilog=SERVE_EPILOG,
+        formatter_class=formatter,
+    )
+    serve.add_argument("--config", metavar="PATH", help="the TOML config file (default: the lookup order)")
+    serve.add_argument(
+        "--max-concurrent-runs",
+        metavar="N",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENT_RUNS,
+        help=f"host-wide limit of concurrent tool calls; excess calls queue (default: {DEFAULT_MAX_CONCURRENT_RUNS})",
+    )
+    serve.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help=f"serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to {DEFAULT_HTTP_HOST})",
+    )
+    serve.add_argument(
+        "--auth-token-file",
+        metavar="PATH",
+        help="require 'Authorization: Bearer <token>' on every HTTP request (required for a non-loopback HOST)",
+    )
+    _add_recording_arguments(serve, "the runs")
+    return serve
+
+
+def _non_negative(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
+    return number
 
 
 def _positive_ms(value: str) -> float:

@@ -1,7 +1,8 @@
 """The ``subagent-host`` commands behind the stdlib-only console entry (``subagent_host_cli``).
 
 ``run_command`` takes the parsed command line and the first signal recorded during start-up, and returns the exit
-status: ``run`` (``_run``), ``providers`` (``_providers``) and ``check`` (``_checks``).
+status: ``run`` (``_run``), ``runs`` (``_runs``), ``providers`` (``_providers``), ``check`` (``_checks``) and
+``serve`` (``host.server``, which alone imports the MCP SDK).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from host.cli._logs import install_logging
 from host.cli._output import Output
 from host.cli._providers import list_providers
 from host.cli._run import run_task
+from host.cli._runs import run_runs_command
 from host.cli._support import RecordedSignals
 
 __all__ = ["run_command"]
@@ -22,6 +24,12 @@ __all__ = ["run_command"]
 
 def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
     """Run the parsed command and return its exit status."""
+    if args.command == "runs":
+        return run_runs_command(args)
+    if args.command == "serve":
+        from host.server import run_serve  # the MCP SDK is imported only once serving starts
+
+        return run_serve(args, early_signal=lambda: received.first, owns_process=True)
     try:
         return anyio.run(_dispatch, args, received)
     finally:

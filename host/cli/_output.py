@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import os
 import queue
-import re
 import threading
 from collections.abc import Callable
 from typing import Final
@@ -23,22 +22,13 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from host.records import neutralise
+
 __all__ = ["Output", "neutralise"]
 
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _ERASE_LINE: Final = b"\r\x1b[K"
 _STDOUT: Final = 1
 _STDERR: Final = 2
-
-
-def neutralise(text: str) -> str:
-    """Show every control character except newline and tab (C0, DEL, C1, bidi overrides) as a visible escape."""
-    return _CONTROL.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _is_tty(fd: int) -> bool:
@@ -117,13 +107,14 @@ class Output:
         self.stdout_tty = _is_tty(_STDOUT)
         self.stderr_tty = _is_tty(_STDERR)
         self._shared = _same_file(_STDOUT, _STDERR)
-        self._items: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._items: collections.deque[tuple[int, bytes, bool]] = collections.deque()
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         self._idle.set()
         self._pumping = False
         self._writer = _StdoutWriter()
         self._stdout_mid_line = False
+        self._stderr_mid_line = False
         self._status: bytes | None = None
         self._status_shown = False
         self.broken = False
@@ -141,8 +132,12 @@ class Output:
         self._put(_STDOUT, text.encode("utf-8", "backslashreplace"))
 
     def err(self, text: str) -> None:
-        """CLI text for stderr (one or more whole lines)."""
+        """CLI text for stderr (one or more whole lines; an open ``detail`` line is ended first)."""
         self._put(_STDERR, text.encode("utf-8", "backslashreplace"))
+
+    def detail(self, text: str) -> None:
+        """Already-neutralised live detail for stderr that may end mid-line and be continued by the next call."""
+        self._put(_STDERR, text.encode("utf-8", "backslashreplace"), continues=True)
 
     def status(self, line: str | None) -> None:
         """Show (or with ``None`` clear) the one-line status on a stderr terminal; a no-op elsewhere."""
@@ -159,8 +154,8 @@ class Output:
                 await self._wake.wait()
                 self._wake = anyio.Event()
                 while self._items:
-                    fd, data = self._items.popleft()
-                    await self._emit(fd, data)
+                    fd, data, continues = self._items.popleft()
+                    await self._emit(fd, data, continues)
                 self._idle.set()
         finally:
             self._pumping = False
@@ -178,16 +173,16 @@ class Output:
 
     # -- the ordered writer ------------------------------------------------------------------------------------
 
-    def _put(self, fd: int, data: bytes) -> None:
+    def _put(self, fd: int, data: bytes, *, continues: bool = False) -> None:
         if not self._pumping:
-            self._sync_emit(fd, data)
+            self._sync_emit(fd, data, continues)
             return
-        self._items.append((fd, data))
+        self._items.append((fd, data, continues))
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
         self._wake.set()
 
-    def _plan(self, fd: int, data: bytes) -> list[tuple[int, bytes]]:
-        """The writes for one item: erase the status, break an unterminated stdout line, write, redraw."""
+    def _plan(self, fd: int, data: bytes, continues: bool = False) -> list[tuple[int, bytes]]:
+        """The writes for one item: erase the status, break an unterminated line, write, redraw."""
         writes: list[tuple[int, bytes]] = []
         if self._status_shown and (fd == _STDERR or self._shared or self.stdout_tty):
             writes.append((_STDERR, _ERASE_LINE))
@@ -196,16 +191,21 @@ class Output:
             if fd == _STDERR and self._shared and self._stdout_mid_line:
                 writes.append((_STDERR, b"\n"))
                 self._stdout_mid_line = False
+            if self._stderr_mid_line and ((fd == _STDERR and not continues) or (fd == _STDOUT and self._shared)):
+                writes.append((_STDERR, b"\n"))
+                self._stderr_mid_line = False
             writes.append((fd, data))
             if fd == _STDOUT:
                 self._stdout_mid_line = not data.endswith(b"\n")
-        if self._status is not None and not self._stdout_mid_line:
+            else:
+                self._stderr_mid_line = not data.endswith(b"\n")
+        if self._status is not None and not self._stdout_mid_line and not self._stderr_mid_line:
             writes.append((_STDERR, _ERASE_LINE + self._status))
             self._status_shown = True
         return writes
 
-    async def _emit(self, fd: int, data: bytes) -> None:
-        for target, chunk in self._plan(fd, data):
+    async def _emit(self, fd: int, data: bytes, continues: bool) -> None:
+        for target, chunk in self._plan(fd, data, continues):
             if target == _STDOUT:
                 if self.broken:
                     continue
@@ -216,8 +216,8 @@ class Output:
             else:
                 self._stderr(chunk)
 
-    def _sync_emit(self, fd: int, data: bytes) -> None:
-        for target, chunk in self._plan(fd, data):
+    def _sync_emit(self, fd: int, data: bytes, continues: bool) -> None:
+        for target, chunk in self._plan(fd, data, continues):
             if target == _STDOUT:
                 if self.broken:
                     continue

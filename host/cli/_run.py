@@ -4,6 +4,10 @@ The run is never started straight on a provider: the CLI calls ``delegate_<name>
 per-call hooks. SIGINT, SIGTERM and SIGHUP cancel the call's signal (a local cancel): the result settles
 ``aborted`` and is printed at once, then the child goes down through the full teardown ladder (a repeated signal
 never skips a rung). A closed or broken stdout cancels the run the same way and ends with exit 141.
+
+The run is recorded under the state directory unless ``--no-record`` (``subagent-host runs`` reads the records
+back); ``--stream-json`` prints every record as NDJSON as it happens, then the ``--json`` object as the last line.
+In text mode the thinking and tool-call lines go to stderr as they stream (``_live``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from host._exceptions import ConfigError
 from host._host import Host
 from host.cancel import CancelController
 from host.cli._hints import hints_for
+from host.cli._live import LiveDetail
 from host.cli._output import Output
 from host.cli._select import UsageError, choose_provider, config_error_text, load, with_overrides, workspace
 from host.cli._status import StatusLine
@@ -35,6 +40,7 @@ from host.cli._support import (
 from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SubagentResult, foreground_failure_message, text_of
 from host.process import adopt_orphans, reap_orphans
+from host.records import encode_line, resolve_state_dir
 from host.stream import ChunkFrame, EventFrame, StreamFrame, TextDelta
 from host.tools import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
 
@@ -53,6 +59,8 @@ class _Invocation:
     output: Output
     status: StatusLine
     as_json: bool
+    detail: LiveDetail
+    stream_json: bool = False
     pieces: list[str] = field(default_factory=list[str])
     run_id: str | None = None
     result: SubagentResult | None = None
@@ -62,11 +70,22 @@ class _Invocation:
     def on_frame(self, frame: StreamFrame) -> None:
         if isinstance(frame, EventFrame) and frame.event.type == "run/start":
             self.status.set_state("running")
-        if isinstance(frame, ChunkFrame) and isinstance(frame.chunk, TextDelta):
+        if not isinstance(frame, ChunkFrame):
+            return
+        if isinstance(frame.chunk, TextDelta):
             self.status.set_state("running")
             self.pieces.append(frame.chunk.text)  # joined once at the end: += would be quadratic in chunks
             if not self.as_json:
+                self.detail.on_chunk(frame.chunk)
                 self.output.child_text(frame.chunk.text)
+        elif not self.as_json:
+            self.detail.on_chunk(frame.chunk)
+
+    def on_record(self, run_id: str, record: dict[str, Any]) -> None:
+        """``--stream-json``: each run record as one NDJSON line, until the final object was printed."""
+        del run_id
+        if self.stream_json and not self.printed:
+            self.output.out(encode_line(record))
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
         self.run_id = run_id
@@ -96,6 +115,7 @@ class _Invocation:
                 obj["hints"] = hints
             self.output.out(json_line(obj, terminal=self.output.stdout_tty))
         else:
+            self.detail.close()
             self.report_text(tool_result)
         self.output.err("".join(f"hint: {hint}\n" for hint in hints))
 
@@ -158,17 +178,27 @@ class _Invocation:
 
 async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: Output) -> int:
     """Run ``args.task`` on the chosen provider and print the result; return the exit status."""
+    as_json = bool(args.json or args.stream_json)
     try:
         config = load(args.config, output)
         provider = choose_provider(config, args.provider)
         config, entry = with_overrides(config, provider, permission=args.permission, timeout_ms=args.timeout_ms)
         parent_cwd = workspace(args.cwd)
     except ConfigError as exc:
-        return usage_failure(output, config_error_text(exc), as_json=args.json)
+        return usage_failure(output, config_error_text(exc), as_json=as_json)
     except UsageError as exc:
-        return usage_failure(output, str(exc), as_json=args.json)
+        return usage_failure(output, str(exc), as_json=as_json)
     status = StatusLine(output, provider)
-    invocation = _Invocation(provider=provider, entry=entry, output=output, status=status, as_json=args.json)
+    invocation = _Invocation(
+        provider=provider,
+        entry=entry,
+        output=output,
+        status=status,
+        as_json=as_json,
+        detail=LiveDetail(output.detail),
+        stream_json=args.stream_json,
+    )
+    state_dir = None if args.no_record else resolve_state_dir(args.state_dir)
     controller = CancelController()
     hooks = RunHooks(on_frame=invocation.on_frame, on_result=invocation.on_result)
     tool_result: ToolResult | None = None
@@ -199,7 +229,12 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
             output.on_broken = on_broken
             watchers.start_soon(status.tick)
             if not controller.signal.cancelled:
-                async with Host.open(config, parent_cwd=parent_cwd) as host:
+                async with Host.open(
+                    config,
+                    parent_cwd=parent_cwd,
+                    state_dir=state_dir,
+                    on_record=invocation.on_record if args.stream_json else None,
+                ) as host:
                     tool_result = await host.execute(
                         delegation_tool_name(provider), {"task": args.task}, signal=controller.signal, hooks=hooks
                     )
@@ -212,7 +247,7 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
                 message = f"subagent-host: interrupted by {invocation.received.name} before the run started"
                 invocation.printed = True
                 output.err(message + "\n")
-                if args.json:
+                if as_json:
                     output.out(json_line({"error": message}, terminal=output.stdout_tty))
             elif not broken:
                 invocation.report(tool_result)

@@ -14,6 +14,7 @@ __all__ = [
     "EXIT_BY_SIGNAL",
     "EXIT_USAGE",
     "HANDLED_SIGNALS",
+    "JSON_SCHEMA_VERSION",
     "RecordedSignals",
     "exit_of_stop_reason",
     "json_line",
@@ -22,6 +23,8 @@ __all__ = [
 ]
 
 EXIT_USAGE: Final = 2
+JSON_SCHEMA_VERSION: Final = 1
+"""The ``schema`` member that leads every JSON object the CLI prints."""
 EXIT_BROKEN_STDOUT: Final = 141
 """128 + SIGPIPE: stdout was closed or its reader went away."""
 HANDLED_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -48,10 +51,12 @@ def exit_of_stop_reason(stop_reason: str) -> int:
 
 
 def json_line(obj: dict[str, Any], *, terminal: bool = False) -> str:
-    """One JSON object and a newline; readable UTF-8, or ASCII escapes when the text holds lone surrogates.
+    """One JSON object led by ``"schema": 1`` and a newline; readable UTF-8, or ASCII escapes when the text holds
+    lone surrogates.
 
     On a terminal every non-ASCII character is escaped too, so C1 controls in child text cannot drive it.
     """
+    obj = {"schema": JSON_SCHEMA_VERSION, **{key: value for key, value in obj.items() if key != "schema"}}
     line = json.dumps(obj, ensure_ascii=terminal)
     try:
         line.encode("utf-8")

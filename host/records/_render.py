@@ -1,7 +1,8 @@
 """Operator-facing text of a run: one shape for ``runs show`` and the CLI's live detail, safe on a terminal.
 
-``neutralise`` escapes every control character of child text except newline and tab (C0, DEL, C1: so no escape
-sequence, carriage return or backspace reaches the terminal); the block lines are ``[thinking]`` followed by the
+``neutralise`` escapes every control character of child text except newline and tab (C0, DEL, C1 and the bidi
+overrides: so no escape sequence, carriage return, backspace or reordering reaches the terminal); it is the one
+neutraliser, also used by the CLI's output. The block lines are ``[thinking]`` followed by the
 reasoning text, and ``[tool] <title> (<kind>, <status>)``.
 """
 
@@ -17,12 +18,18 @@ THINKING_HEADER: Final = "[thinking]"
 STOPPED_MARKER: Final = "[Stopped]"
 """Marks the end of an interrupted message."""
 
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def neutralise(text: str) -> str:
-    """``text`` with every control character but ``\\n`` and ``\\t`` shown as a ``\\xNN`` escape."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    """``text`` with every control character but ``\\n`` and ``\\t`` (C0, DEL, C1, line separators, bidi overrides)
+    shown as a visible ``\\xNN`` or ``\\uNNNN`` escape."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def tool_line(title: object, kind: object, status: object) -> str:

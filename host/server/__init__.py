@@ -10,8 +10,7 @@ from host.server._options import (
     DEFAULT_HTTP_HOST,
     DEFAULT_MAX_CONCURRENT_RUNS,
     ServeOptions,
-    add_serve_arguments,
     run_serve,
 )
 
-__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "add_serve_arguments", "run_serve"]
+__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "run_serve"]

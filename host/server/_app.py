@@ -29,7 +29,7 @@ from host.config import HostConfig, delegation_tool_name
 from host.process import reap_orphans
 from host.server._calls import CallHandler
 from host.server._notices import Notices
-from host.server._options import ServeOptions
+from host.server._options import EarlySignal, ServeOptions
 from host.server._tools import mcp_tools
 from host.server._transport import stdio_transport
 
@@ -103,11 +103,17 @@ def build_server(host: Host, limiter: anyio.CapacityLimiter, notices: Notices) -
     return server
 
 
-async def serve(options: ServeOptions, config: HostConfig) -> None:
-    """Serve until stdin EOF (stdio) or a signal; return once every run and job was disposed."""
+async def serve(options: ServeOptions, config: HostConfig, early_signal: EarlySignal | None = None) -> bool:
+    """Serve until stdin EOF (stdio) or a signal; return once every run and job was disposed.
+
+    Returns ``False`` without serving when ``early_signal`` reports a signal the console entry recorded before
+    this receiver took over; ``True`` otherwise.
+    """
     config = cap_graces(config)
     with anyio.open_signal_receiver(*_SIGNALS) as signals:
-        async with Host.open(config, parent_cwd=os.getcwd()) as host:
+        if early_signal is not None and early_signal() is not None:
+            return False
+        async with Host.open(config, parent_cwd=os.getcwd(), state_dir=options.state_dir) as host:
             notices = Notices()
             remove_listener = host.on_job_done(notices.on_job_done)
             server = build_server(host, anyio.CapacityLimiter(options.max_concurrent_runs), notices)
@@ -127,6 +133,7 @@ async def serve(options: ServeOptions, config: HostConfig) -> None:
             remove_listener()
         # Still under the signal receiver, so a repeated signal cannot cut the sweep short.
         await reap_orphans(SERVE_TERM_GRACE_MS)
+    return True
 
 
 class Stopper:

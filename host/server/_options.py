@@ -1,5 +1,6 @@
-"""The ``serve`` command line: its arguments, their validation, and the entry point the CLI dispatches to.
+"""The ``serve`` command: validating its parsed arguments, and the entry point the CLI dispatches to.
 
+The arguments themselves are defined once, in the stdlib-only console entry (``subagent_host_cli._parser``).
 Nothing here imports the MCP SDK: ``run`` and the parser pay nothing for it; ``run_serve`` imports it lazily.
 """
 
@@ -9,25 +10,23 @@ import argparse
 import ipaddress
 import logging
 import os
+import signal
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "add_serve_arguments", "run_serve"]
+from subagent_host_cli._early import EXIT_BY_SIGNAL
+from subagent_host_cli._parser import DEFAULT_HTTP_HOST, DEFAULT_MAX_CONCURRENT_RUNS
 
-DEFAULT_MAX_CONCURRENT_RUNS: Final = 8
-"""The host-wide limit of concurrent tool calls; excess calls queue."""
-DEFAULT_HTTP_HOST: Final = "127.0.0.1"
-"""Where ``--http PORT`` or ``--http :PORT`` binds."""
+__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "run_serve"]
 
 _EXIT_OK: Final = 0
 _EXIT_USAGE: Final = 2
-_SERVE_DESCRIPTION: Final = (
-    "Serve the host's tools (delegate_<name>, job_output, job_list, job_kill) as an MCP server on stdin/stdout, "
-    "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
-    "is torn down and the exit status is 0."
-)
+
+EarlySignal = Callable[[], signal.Signals | None]
+"""The first signal the console entry recorded before serving started (``None``: none)."""
 
 
 class ServeUsageError(Exception):
@@ -44,29 +43,8 @@ class ServeOptions:
     """``(host, port)`` to serve Streamable HTTP on; ``None`` serves stdio."""
     auth_token: str | None = None
     """The bearer token every HTTP request must carry, read from ``--auth-token-file``."""
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``serve`` options to ``parser``."""
-    parser.description = _SERVE_DESCRIPTION
-    parser.add_argument("--config", metavar="PATH", help="the TOML config file")
-    parser.add_argument(
-        "--max-concurrent-runs",
-        metavar="N",
-        type=int,
-        default=DEFAULT_MAX_CONCURRENT_RUNS,
-        help=f"host-wide limit of concurrent tool calls; excess calls queue (default: {DEFAULT_MAX_CONCURRENT_RUNS})",
-    )
-    parser.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help=f"serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to {DEFAULT_HTTP_HOST})",
-    )
-    parser.add_argument(
-        "--auth-token-file",
-        metavar="PATH",
-        help="require 'Authorization: Bearer <token>' on every HTTP request (required for a non-loopback HOST)",
-    )
+    state_dir: str | None = None
+    """Record every run under ``<state_dir>/runs/`` (``None``: ``--no-record``)."""
 
 
 def parse_serve_options(args: argparse.Namespace) -> ServeOptions:
@@ -83,11 +61,23 @@ def parse_serve_options(args: argparse.Namespace) -> ServeOptions:
         raise ServeUsageError("subagent-host: --auth-token-file needs --http")
     if http is not None and token is None and not _is_loopback(http[0]):
         raise ServeUsageError(f"subagent-host: binding {http[0]} (not loopback) requires --auth-token-file")
-    return ServeOptions(config=args.config, max_concurrent_runs=args.max_concurrent_runs, http=http, auth_token=token)
+    from host.records import resolve_state_dir
+
+    state_dir = None if args.no_record else str(resolve_state_dir(args.state_dir))
+    return ServeOptions(
+        config=args.config,
+        max_concurrent_runs=args.max_concurrent_runs,
+        http=http,
+        auth_token=token,
+        state_dir=state_dir,
+    )
 
 
-def run_serve(args: argparse.Namespace, *, owns_process: bool = False) -> int:
-    """Run ``serve`` to completion and return the exit status (0 after a clean shutdown, 2 on a usage error)."""
+def run_serve(args: argparse.Namespace, *, early_signal: EarlySignal, owns_process: bool = False) -> int:
+    """Run ``serve`` to completion and return the exit status.
+
+    0 after a clean shutdown, 2 on a usage error, 128 + N when signal N arrived before serving started.
+    """
     logging.basicConfig(level=logging.WARNING, format="subagent-host: %(levelname)s %(name)s: %(message)s")
     from host._exceptions import ConfigError
     from host.config import load_config
@@ -107,10 +97,19 @@ def run_serve(args: argparse.Namespace, *, owns_process: bool = False) -> int:
     from host.process import adopt_orphans
     from host.server._app import serve
 
+    received = early_signal()
+    if received is not None:
+        sys.stderr.write(f"subagent-host: interrupted by {received.name} before serving started\n")
+        return EXIT_BY_SIGNAL[received]
     if owns_process:
         # A grandchild that setsid()-s away from its parent is adopted and swept before exiting.
         adopt_orphans()
-    anyio.run(serve, options, config)
+    served = anyio.run(serve, options, config, early_signal)
+    if not served:
+        received = early_signal()
+        assert received is not None
+        sys.stderr.write(f"subagent-host: interrupted by {received.name} before serving started\n")
+        return EXIT_BY_SIGNAL[received]
     if owns_process:
         # Every run, job and orphan is gone. Finalizing the SDK's large module graph takes seconds on a loaded box,
         # longer than the client's grace before it SIGTERMs us: flush and leave now.

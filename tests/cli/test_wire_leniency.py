@@ -111,14 +111,18 @@ async def test_a_prompt_response_of_odd_shape_maps_to_a_fixed_outcome(
     )
 
 
+_INIT_HINT = "providers.dsh-sdk initialize_timeout_ms = 300"
+"""The CLI's hint for a handshake that timed out (``--json`` carries it as ``hints``)."""
+
+
 @pytest.mark.parametrize(
     ("tricks", "settings", "expected", "status"),
     [
         ("garbage", {}, completed(), 0),
         ("dup,responses_before_requests,weird_requests,write_after_final", {}, completed(), 0),
         ("response_first", {}, completed(), 0),
-        ("bool_id_init", {"initialize_timeout_ms": 300}, rejected("timeout"), 1),
-        ("wrong_id_init", {"initialize_timeout_ms": 300}, rejected("timeout"), 1),
+        ("bool_id_init", {"initialize_timeout_ms": 300}, {**rejected("timeout"), "hints": [_INIT_HINT]}, 1),
+        ("wrong_id_init", {"initialize_timeout_ms": 300}, {**rejected("timeout"), "hints": [_INIT_HINT]}, 1),
         ("odd_init_result", {}, rejected("protocol"), 1),
         ("huge_line_init", {}, rejected("transport"), 1),
         ("huge_line_prompt", {}, failed("transport"), 1),

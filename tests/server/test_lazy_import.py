@@ -23,6 +23,6 @@ async def test_run_does_not_import_the_mcp_sdk(tmp_path: Path) -> None:
             [PYTHON, "-X", "importtime", "-m", "host", "run", "--json", "hello"], cwd=tmp_path, env=cli_env()
         )
     imported = done.stderr.decode()
-    assert "host._cli" in imported  # importtime did report the CLI's imports
+    assert "host.cli" in imported  # importtime did report the CLI's imports
     assert b'"stop_reason": "completed"' in done.stdout
     assert _SDK_MODULE.findall(imported) == []

@@ -1,5 +1,6 @@
 """``subagent-host runs list | show | prune``: read the recorded runs of a state directory.
 
+The arguments are defined in the console entry (``subagent_host_cli._parser``).
 Every ``--json`` object carries ``"schema": 1``. Text output neutralises control characters from child text, so
 a transcript cannot drive the terminal. Exit status: 0 success, 1 no such run (or an ambiguous prefix), 2 usage
 or configuration error.
@@ -16,6 +17,7 @@ from typing import Any, Final, cast
 import pydantic
 
 from host._exceptions import ConfigError
+from host.cli._support import JSON_SCHEMA_VERSION
 from host.config import load_config
 from host.records import (
     STOPPED_MARKER,
@@ -33,60 +35,11 @@ from host.records import (
 )
 from host.stream import BlockAssembler, stream_chunk_adapter
 
-__all__ = ["JSON_SCHEMA_VERSION", "add_runs_parser", "add_state_dir_argument", "run_runs_command"]
+__all__ = ["run_runs_command"]
 
-JSON_SCHEMA_VERSION: Final = 1
-"""The ``schema`` member of every JSON object the CLI prints."""
-
-_RUNS_EPILOG: Final = """\
-exit status:
-  0  success
-  1  runs show: no run id starts with RUN_ID, or several do
-  2  usage or configuration error
-
-state directory: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
-"""
 _EXIT_OK: Final = 0
 _EXIT_NOT_FOUND: Final = 1
 _EXIT_USAGE: Final = 2
-
-
-def add_state_dir_argument(parser: argparse.ArgumentParser) -> None:
-    """``--state-dir DIR``: where run records live."""
-    parser.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="where run records live (default: $SUBAGENT_HOST_STATE_DIR, else the user state directory)",
-    )
-
-
-def add_runs_parser(commands: Any, parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Add ``runs`` with its ``list``, ``show`` and ``prune`` subcommands to ``commands`` (a subparsers action)."""
-    runs = cast(
-        "argparse.ArgumentParser",
-        commands.add_parser(
-            "runs",
-            help="list, show or prune recorded runs",
-            description="Read the runs recorded under the state directory.",
-            epilog=_RUNS_EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        ),
-    )
-    actions = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION", parser_class=parser_class)
-    listing = actions.add_parser("list", help="the recorded runs, newest first")
-    listing.add_argument("--json", action="store_true", help="print one JSON object")
-    listing.add_argument("--limit", type=_non_negative, metavar="N", help="show at most N runs")
-    add_state_dir_argument(listing)
-    show = actions.add_parser("show", help="one run's transcript")
-    show.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
-    show.add_argument("--json", action="store_true", help="print one JSON object with every record")
-    show.add_argument("--stderr", action="store_true", help="print the child's stderr tail instead")
-    add_state_dir_argument(show)
-    prune = actions.add_parser("prune", help="remove all but the newest runs (never one in progress)")
-    prune.add_argument("--keep", type=_non_negative, metavar="N", help="how many to keep (default: [host] keep_runs)")
-    prune.add_argument("--config", metavar="PATH", help="the TOML config file (for [host] keep_runs)")
-    add_state_dir_argument(prune)
-    return runs
 
 
 def run_runs_command(args: argparse.Namespace) -> int:
@@ -97,16 +50,6 @@ def run_runs_command(args: argparse.Namespace) -> int:
     if args.runs_command == "show":
         return _show(state_dir, args.run_id, as_json=args.json, stderr=args.stderr)
     return _prune(state_dir, args.keep, args.config)
-
-
-def _non_negative(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
-    return number
 
 
 def _list(state_dir: Path, limit: int | None, as_json: bool) -> int:

@@ -15,7 +15,7 @@ __all__ = ["LiveDetail"]
 
 
 class LiveDetail:
-    """Writes the detail lines of one run's chunks through ``write`` (stderr)."""
+    """Writes the detail lines of one run's chunks through ``write`` (``Output.detail``: stderr, in order)."""
 
     def __init__(self, write: Callable[[str], None]) -> None:
         self._write = write
