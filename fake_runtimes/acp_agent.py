@@ -1,10 +1,12 @@
-"""A stand-alone fake ACP v1 agent for tests, scripted only by ``MOCK_*`` environment variables (acp-provider.md §12).
+"""A stand-alone fake ACP v1 agent for tests, scripted only by ``MOCK_*`` environment variables
+(docs/behaviour.md#acp-fake-agent).
 
 Speaks newline-delimited JSON-RPC 2.0 on stdin/stdout and writes nothing else to stdout. Stdlib only, so it runs
 under any ``sys.executable``. With **no** ``MOCK_*`` variable in the environment it is a friendly echo agent: a
 prompt is answered with its concatenated text blocks as one ``agent_message_chunk``, then ``end_turn``. As soon as
-any ``MOCK_*`` variable is set, §12 applies verbatim (default text ``mock child answer``). Exit codes: 11 crash on
-``initialize``, 1 crash on prompt or cancel, 17 crash after the chunk, 0 on stdin EOF, flush and SIGTERM-handler exits.
+any ``MOCK_*`` variable is set, docs/behaviour.md#acp-fake-agent applies verbatim (default text ``mock child answer``).
+Exit codes: 11 crash on ``initialize``, 1 crash on prompt or cancel, 17 crash after the chunk, 0 on stdin EOF, flush and
+SIGTERM-handler exits.
 """
 
 from __future__ import annotations

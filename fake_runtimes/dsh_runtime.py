@@ -1,10 +1,11 @@
-"""Fake DSH SDK runtime: a stdlib-only fixture speaking newline JSON-RPC 2.0 on stdio (sdk-provider.md §6).
+"""Fake DSH SDK runtime: a stdlib-only fixture speaking newline JSON-RPC 2.0 on stdio
+(docs/behaviour.md#sdk-fake-runtime).
 
-It is scripted by the ``FAKE_*`` environment switches exactly as §6 says; a switch counts as set when non-empty.
-Quick-start echo: when no ``FAKE_*`` variable is set at all, the assistant text is the concatenated text of the
-prompt's ``contentBlocks`` text blocks instead of ``hello from fake runtime``. stdout carries only protocol
-frames, diagnostics go to stderr. Exit codes: 3 before init, 17 during prompt, 0 on shutdown, stdin EOF and
-SIGTERM, 130 on SIGINT.
+It is scripted by the ``FAKE_*`` environment switches exactly as docs/behaviour.md#sdk-fake-runtime says; a switch
+counts as set when non-empty. Quick-start echo: when no ``FAKE_*`` variable is set at all, the assistant text is the
+concatenated text of the prompt's ``contentBlocks`` text blocks instead of ``hello from fake runtime``. stdout carries
+only protocol frames, diagnostics go to stderr. Exit codes: 3 before init, 17 during prompt, 0 on shutdown, stdin EOF
+and SIGTERM, 130 on SIGINT.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ DEFAULT_TEXT: Final = "hello from fake runtime"
 SERVER_NAME: Final = "deepseek-harness-sdk-runtime"
 SERVER_VERSION: Final = "0.0.1"
 
-# Exit codes the spec pins (§6).
+# Exit codes the spec pins (docs/behaviour.md#sdk-fake-runtime).
 EXIT_BEFORE_INIT: Final = 3
 EXIT_DURING_PROMPT: Final = 17
 EXIT_SIGINT: Final = 130
@@ -255,7 +256,8 @@ class _FakeRuntime:
             self._result(request_id, {"messageId": message_id})
 
     def _text(self, blocks: object, probe_line: str | None = None) -> str:
-        """Build the assistant text: the §6 lines when scripted, else the quick-start echo of the prompt."""
+        """Build the assistant text: the docs/behaviour.md#sdk-fake-runtime lines when scripted, else the quick-start
+        echo of the prompt."""
         if not _scripted():
             return prompt_text(blocks)
         lines: list[str] = [] if probe_line is None else [probe_line]
@@ -343,7 +345,8 @@ class _FakeRuntime:
 
 
 def _reason(kind: str, malformed: str | None) -> object:
-    """Pick the ``turn/end`` reason (§6 ``run_turn`` step 10, after the data-less variants)."""
+    """Pick the ``turn/end`` reason (docs/behaviour.md#sdk-fake-runtime ``run_turn`` step 10, after the data-less
+    variants)."""
     if malformed == "aborted":
         return {"kind": "aborted"}
     if malformed == "abort-unknown":
@@ -363,7 +366,7 @@ def _reason(kind: str, malformed: str | None) -> object:
 
 
 def main() -> None:
-    """Boot (§6 steps 1-5) and serve until shutdown, stdin EOF or a signal."""
+    """Boot (docs/behaviour.md#sdk-fake-runtime steps 1-5) and serve until shutdown, stdin EOF or a signal."""
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, _on_sigint)
     stderr_line = _switch("FAKE_STDERR")

@@ -102,7 +102,8 @@ class Host:
         for name, entry in config.providers.items():
             self._providers[name] = _create_provider(entry, task_group, recording)
         registry = ToolRegistry()
-        # First, so its budget is the outermost wrapper and covers everything inside (tool-registry.md §11.2).
+        # First, so its budget is the outermost wrapper and covers everything inside
+        # (docs/behaviour.md#registry-timeout-policy).
         install_timeout_policy(registry)
         self._unregister: list[Callable[[], None]] = []
         for name, entry in config.providers.items():
@@ -284,7 +285,7 @@ class Host:
                     group.start_soon(_close_provider, provider)
             if self._recording is not None:
                 self._recording.close()
-            # A closed host offers nothing: its providers and tools are unregistered (acp-provider.md §14.10).
+            # A closed host offers nothing: its providers and tools are unregistered (docs/behaviour.md#acp-acceptance).
             self._providers.clear()
             for unregister in self._unregister:
                 unregister()

@@ -177,7 +177,7 @@ class AcpConnection:
         """Send ``session/prompt`` and return its raw result.
 
         ``on_response`` runs inline in the reader as the response is processed, before any later line is read:
-        the run freezes its output and stream there (acp-provider.md §7).
+        the run freezes its output and stream there (docs/behaviour.md#acp-output-and-freeze).
         """
         with map_exceptions(_REQUEST_ERRORS):
             return await self._peer.request(

@@ -186,7 +186,7 @@ class AcpRun:
         return self._conn.handle
 
     async def _open(self, conn: AcpConnection) -> None:
-        """Race the handshake against local cancel; publish, or roll back and raise (acp-provider.md §5)."""
+        """Race the handshake against local cancel; publish, or roll back and raise (docs/behaviour.md#acp-startup)."""
         self._conn = conn
         await self._lifecycle.start(
             self._handshake,
@@ -303,7 +303,8 @@ class AcpRun:
         if not self._lifecycle.published or journal.frozen:
             return
         for chunk in self._budget.admitted(self._mapper.map_update(update)):
-            # A text delta is exactly a non-empty `agent_message_chunk` text (stream-and-results.md §9.1): the fold.
+            # A text delta is exactly a non-empty `agent_message_chunk` text (docs/behaviour.md#stream-acp-mapping): the
+            # fold.
             if type(chunk) is TextDelta:
                 self._texts.append(chunk.text)
             journal.chunk(chunk)
@@ -321,7 +322,8 @@ class AcpRun:
 
     def _on_local_cancel(self) -> None:
         if self._lifecycle.published and self._prompt_outstanding:
-            # ACP §cancel: the run task writes `session/cancel` for the prompt this cancel interrupts.
+            # docs/behaviour.md#acp-cancellation: the run task writes `session/cancel` for the prompt this cancel
+            # interrupts.
             self._session_cancel_due = True
 
     def _freeze_on_response(self, response: object) -> None:
@@ -346,7 +348,7 @@ class AcpRun:
         await self._conn.aclose()
 
     def _release_failure(self, raw: Exception) -> AcpRunFailure:
-        """Report a ladder failure to the sink and build its safe form (acp-provider.md §9.5)."""
+        """Report a ladder failure to the sink and build its safe form (docs/behaviour.md#acp-teardown-failure)."""
         call_error_sink(self._lifecycle.on_error, raw)
         outcome = self._handle.outcome
         facts = exit_facts("teardown", outcome) if outcome is not None else AcpFailureFacts("teardown", "unknown")

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 AUTH_REQUIRED_CODE: Final = -32000
-"""ACP ``ErrorCode`` "Authentication required": a closed, safe fact (acp-provider.md §9.7)."""
+"""ACP ``ErrorCode`` "Authentication required": a closed, safe fact (docs/behaviour.md#acp-auth-required)."""
 
 _STOP_REASONS: Final[Mapping[str, str]] = {
     "end_turn": "completed",

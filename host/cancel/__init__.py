@@ -1,7 +1,7 @@
 """Caller-owned cooperative cancellation: the one-shot signal, fuse, deadlines and an anyio bridge.
 
 Every tool call and subagent run is cancelled through a ``CancelSignal`` owned by its caller, never through an
-anyio cancel scope (tool-registry.md §2, §11.1, §12).
+anyio cancel scope (docs/behaviour.md#registry-cancel-signal, #registry-deadline, #registry-anyio-mapping).
 """
 
 from __future__ import annotations

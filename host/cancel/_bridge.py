@@ -1,4 +1,5 @@
-"""Bridge a ``CancelSignal`` into an anyio ``CancelScope`` for anyio-native code (tool-registry.md §12).
+"""Bridge a ``CancelSignal`` into an anyio ``CancelScope`` for anyio-native code
+(docs/behaviour.md#registry-anyio-mapping).
 
 Opt-in only: the registry never does this for a tool. The scope is cancelled when the signal fires (or at once if
 it already has), and the listener is removed when the block exits.

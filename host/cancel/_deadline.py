@@ -1,4 +1,4 @@
-"""Deadlines as cancel signals (tool-registry.md §11.1).
+"""Deadlines as cancel signals (docs/behaviour.md#registry-deadline).
 
 ``deadline`` yields a signal that cancels on the first of its upstream or its own timer; the timer task lives in
 a task group owned by the ``async with`` block, so leaving the block cancels the timer and no timeout fires after.

@@ -1,4 +1,4 @@
-"""``fuse``: one signal that cancels as soon as either of two sources does (tool-registry.md §2).
+"""``fuse``: one signal that cancels as soon as either of two sources does (docs/behaviour.md#registry-cancel-signal).
 
 The relay copies the first source's reason; if both are already cancelled the primary's reason wins. Fusing a
 signal with itself returns that same object, which is how the registry hands a body the caller's exact signal.

@@ -1,4 +1,4 @@
-"""The one-shot, first-reason-wins cancel token (tool-registry.md §2).
+"""The one-shot, first-reason-wins cancel token (docs/behaviour.md#registry-cancel-signal).
 
 ``CancelController.cancel`` sets the state once, then runs listeners synchronously in registration order; a raising
 listener is logged and never stops the others. The ``anyio.Event`` behind ``wait()`` is created lazily, so

@@ -1,4 +1,4 @@
-"""Validation of one ``kind = "acp"`` entry, in acp-provider.md §2.3's order with its exact messages.
+"""Validation of one ``kind = "acp"`` entry, in docs/behaviour.md#config-acp-entry's order with its exact messages.
 
 The first failing check raises ``ConfigError``; the launch steps come first and the placement steps last, as for
 every kind (``_rules.check_launch``, ``_rules.check_placement``).

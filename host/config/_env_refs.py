@@ -1,4 +1,4 @@
-"""``${NAME}`` references in config ``env`` values (acp-provider.md §4.2).
+"""``${NAME}`` references in config ``env`` values (docs/behaviour.md#process-environment).
 
 Expansion happens once, at load time, against the unscrubbed host environment. ``$${`` is a literal ``${``; any
 other ``$`` is literal. An unset variable raises ``UnsetHostVariableError`` naming it, never a value.

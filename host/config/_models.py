@@ -69,7 +69,7 @@ ACP_INITIALIZE_TIMEOUT_MS: Final = 60000.0
 
 
 class AcpEntryConfig(BaseModel):
-    """One validated ``kind = "acp"`` provider entry (acp-provider.md §2.2)."""
+    """One validated ``kind = "acp"`` provider entry (docs/behaviour.md#config-acp-entry)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -104,7 +104,7 @@ class AcpEntryConfig(BaseModel):
 
 
 class SdkEntryConfig(BaseModel):
-    """One validated ``kind = "dsh-sdk"`` provider entry (sdk-provider.md §2)."""
+    """One validated ``kind = "dsh-sdk"`` provider entry (docs/behaviour.md#config-dsh-sdk-entry)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

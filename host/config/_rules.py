@@ -102,7 +102,7 @@ def check_inherit_env(table: Mapping[str, object], prefix: str) -> InheritEnv:
 
 
 def check_placement(table: Mapping[str, object], prefix: str, base_dir: str) -> Placement:
-    """The last steps of both kinds: ``cwd``, then ``description`` (stream-and-results.md §6.1)."""
+    """The last steps of both kinds: ``cwd``, then ``description`` (docs/behaviour.md#results-foreground-tool)."""
     cwd = check_cwd(table, prefix, base_dir)
     return Placement(cwd=cwd, description=check_description(table, prefix))
 
@@ -215,7 +215,8 @@ def check_cwd(table: Mapping[str, object], prefix: str, base_dir: str) -> str | 
         raise ConfigError(f"{prefix}cwd must be a string")
     if not cwd:
         raise ConfigError(f"{prefix}config cwd must not be empty \u2014 omit the key to inherit the parent session cwd")
-    # abspath, never realpath: the child and the wire see the path as configured (acp-provider.md §3).
+    # abspath, never realpath: the child and the wire see the path as configured
+    # (docs/behaviour.md#acp-working-directory).
     resolved = os.path.abspath(os.path.join(base_dir, cwd))
     if not is_accessible_directory(resolved):
         raise ConfigError(f"{prefix}config cwd is not an accessible directory: {resolved}")

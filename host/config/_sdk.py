@@ -1,4 +1,5 @@
-"""Validation of one ``kind = "dsh-sdk"`` entry, in sdk-provider.md §2's order with its exact messages.
+"""Validation of one ``kind = "dsh-sdk"`` entry, in docs/behaviour.md#config-dsh-sdk-entry's order with its exact
+messages.
 
 The route, the protocol bounds and the graces sit between the launch and placement steps every kind shares.
 """
@@ -33,7 +34,7 @@ _SDK_KEYS: Final = _rules.SHARED_KEYS | {
     "initialize_timeout_ms",
 }
 
-# The protocol bounds and ladder graces, checked in this order (sdk-provider.md §2 step 6).
+# The protocol bounds and ladder graces, checked in this order (docs/behaviour.md#config-dsh-sdk-entry step 6).
 _GRACE_DEFAULTS: Final = (
     ("shutdown_timeout_ms", SHUTDOWN_TIMEOUT_MS),
     ("dispose_eof_grace_ms", DISPOSE_EOF_GRACE_MS),

@@ -32,10 +32,10 @@ CloseReason: TypeAlias = Literal["eof", "line-too-long", "closed"]
 METHOD_NOT_FOUND_CODE: Final = -32601
 INTERNAL_ERROR_CODE: Final = -32603
 INTERNAL_ERROR_MESSAGE: Final = "Internal error"
-# The SDK's texts for a connection that ended (sdk-provider.md §4.7): by the peer, or by us.
+# The SDK's texts for a connection that ended (docs/behaviour.md#sdk-client-errors): by the peer, or by us.
 INPUT_CLOSED_MESSAGE: Final = "JSON-RPC input closed"
 TRANSPORT_CLOSED_MESSAGE: Final = "JSON-RPC transport closed"
-# Default `message` of an `error` member that has none (sdk-provider.md §3.1).
+# Default `message` of an `error` member that has none (docs/behaviour.md#sdk-wire-framing).
 DEFAULT_ERROR_MESSAGE: Final = "JSON-RPC error"
 
 # Bounds closing our end of the receive stream once the reader is done with it.
@@ -152,8 +152,8 @@ class JsonRpcPeer:
                 reason = await self._read_until_closed()
             self._mark_closed(reason)
             if reason == "line-too-long":
-                # acp-provider.md §6.1: the reader closes its end of the pipe, so a child still writing the
-                # over-long line gets EPIPE instead of blocking forever on a full pipe.
+                # docs/behaviour.md#acp-wire-framing: the reader closes its end of the pipe, so a child still writing
+                # the over-long line gets EPIPE instead of blocking forever on a full pipe.
                 with anyio.move_on_after(_RECEIVE_CLOSE_TIMEOUT, shield=True):
                     await self._receive.aclose()
         finally:
@@ -167,7 +167,7 @@ class JsonRpcPeer:
 
         ``on_response`` runs synchronously in the reader with the ``result`` (or the ``ResponseError``) while the
         response is processed, before any later line is read: the place to freeze state that later messages must
-        not change (acp-provider.md §7). It is not called when the connection closes first.
+        not change (docs/behaviour.md#acp-output-and-freeze). It is not called when the connection closes first.
 
         Raises:
             ResponseError: the peer answered with an ``error`` member.
@@ -340,7 +340,7 @@ def _envelope(request_id: RequestId | None, method: str, params: Mapping[str, ob
     if request_id is not None:
         message["id"] = request_id
     message["method"] = method
-    # Never "params": null (acp-provider.md §6.1, sdk-provider.md §3.1).
+    # Never "params": null (docs/behaviour.md#acp-wire-framing, docs/behaviour.md#sdk-wire-framing).
     if params is not None:
         message["params"] = params if isinstance(params, dict) else dict(params)
     return message

@@ -1,4 +1,4 @@
-"""The managed child process shared by both providers (acp-provider.md §4).
+"""The managed child process shared by both providers (docs/behaviour.md#managed-child-process).
 
 Environment scrub, spawn in a new session, exit facts, process-tree liveness and termination, the shielded
 and bounded teardown ladder, an ``atexit`` hook that SIGKILLs every tree the host still owns, the keeper process

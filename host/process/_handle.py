@@ -1,6 +1,6 @@
 """The process-handle seam: what the providers and the teardown ladder need from a managed child.
 
-Test decorators (acp-provider.md §13) wrap a real handle and replace single members (``wait_exit``,
+Test decorators (docs/behaviour.md#acp-test-seams) wrap a real handle and replace single members (``wait_exit``,
 ``wait_reaped``, ``wait_outcome``, ``stdout``); every member is therefore a plain method or read-only property.
 """
 
@@ -16,7 +16,7 @@ __all__ = ["ProcessHandle", "SupportsAclose"]
 
 
 class ProcessHandle(Protocol):
-    """A managed child and its tree (acp-provider.md §4.4).
+    """A managed child and its tree (docs/behaviour.md#process-tree-and-termination).
 
     A wrapper should also forward ``aclose()`` (see :class:`SupportsAclose`) so that the teardown ladder can
     release the real pipes.

@@ -25,7 +25,7 @@ _EXIT_WAIT_SLACK_S: Final = 1.0
 
 
 async def run_teardown_ladder(handle: ProcessHandle, *, eof_grace_ms: float, aggregate_message: str) -> None:
-    """Stop ``handle``'s tree, gracefully first (acp-provider.md §4.5), then release its pipes.
+    """Stop ``handle``'s tree, gracefully first (docs/behaviour.md#process-teardown-ladder), then release its pipes.
 
     Args:
         handle: The managed child (or a test wrapper of one).

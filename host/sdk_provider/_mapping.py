@@ -1,7 +1,8 @@
 """The provider's closed mappings: error class → category, last ``turn/end`` → result, and the output fold.
 
 Nothing here reads a message, an error payload or an unknown reason value: categories come from exception classes
-only and unknown kinds map to fixed texts (sdk-provider.md §5.3, §5.5, §5.6).
+only and unknown kinds map to fixed texts (docs/behaviour.md#sdk-output-fold, #sdk-classification,
+#sdk-turn-end-mapping).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ _PLAIN_KINDS: Final[Mapping[str, str]] = {
 
 
 def classify_error(error: BaseException) -> SdkCategory:
-    """The failure category of a raw error, by class only (sdk-provider.md §5.5)."""
+    """The failure category of a raw error, by class only (docs/behaviour.md#sdk-classification)."""
     if isinstance(error, TransportClosedError):
         return "transport"
     if isinstance(error, SdkProtocolError | JsonRpcResponseError):

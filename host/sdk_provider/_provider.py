@@ -2,7 +2,8 @@
 
 ``start`` checks the pre-abort first, resolves the child's cwd (configured, else the parent session's; never the
 host's own), builds the run's spec from the entry and starts it through ``start_sdk_run``, wiring the error sink to
-the host logger (§5.10). ``aclose`` disposes every live run, shielded and bounded; a later ``start`` raises.
+the host logger (docs/behaviour.md#sdk-host-only-text). ``aclose`` disposes every live run, shielded and bounded; a
+later ``start`` raises.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """One DSH SDK run: handshake (raced against local cancel) → publish → receipt-gated session run → settle → dispose.
 
 ``start_sdk_run`` returns only a published run; a startup failure or cancellation closes the private client exactly
-once before raising a safe error (§5.8). A published run's ``result()`` never raises; ``dispose()`` cancels locally,
-closes the client once (shutdown + ladder) and fails only as ``R(shutdown, unknown)``. Raw errors reach only the
-error sink and ``__cause__``.
+once before raising a safe error (docs/behaviour.md#sdk-startup-rejections). A published run's ``result()`` never
+raises; ``dispose()`` cancels locally, closes the client once (shutdown + ladder) and fails only as ``R(shutdown,
+unknown)``. Raw errors reach only the error sink and ``__cause__``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ ClientFactory = Callable[[SdkRunSpec], SdkClientLike]
 
 
 def resolve_route(spec: SdkRunSpec, options: AgentOptions | None) -> SdkRunSpec:
-    """Apply a request's ``agent_options`` over the spec's route (sdk-provider.md §5.2); each run gets its own."""
+    """Apply a request's ``agent_options`` over the spec's route (docs/behaviour.md#sdk-route); each run gets its
+    own."""
     if options is None:
         return spec
     return dataclasses.replace(
@@ -177,7 +178,8 @@ class SdkRun:
         provider_name: str,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
     ) -> SdkRun:
-        """Race the handshake against local cancel; publish, or close the client once and raise (§5.1, §5.8)."""
+        """Race the handshake against local cancel; publish, or close the client once and raise
+        (docs/behaviour.md#sdk-startup, #sdk-startup-rejections)."""
         run = cls(
             request,
             client=client,

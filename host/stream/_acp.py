@@ -1,4 +1,4 @@
-"""Map ACP ``session/update`` payloads onto stream chunks (stream-and-results.md §9.1).
+"""Map ACP ``session/update`` payloads onto stream chunks (docs/behaviour.md#stream-acp-mapping).
 
 The mapper keeps a *current block*, the block the previous chunk targeted: consecutive message (or thought) text
 continues it, and any other chunk in between starts a new one. Tool calls keep one index per ``toolCallId``, and

@@ -1,4 +1,5 @@
-"""The per-run transcript and its live, totally ordered frame delivery (stream-and-results.md §11–§12).
+"""The per-run transcript and its live, totally ordered frame delivery (docs/behaviour.md#stream-transcript to
+#stream-delivery-and-freeze).
 
 ``RunJournal`` delivers ``run/start`` first, then each chunk synchronously as the provider's reader hands it over,
 until the run is frozen; ``finish`` then appends and delivers exactly one ``assistant/message`` or

@@ -1,4 +1,4 @@
-"""Map validated DSH SDK root-session events onto stream chunks (stream-and-results.md §9.2).
+"""Map validated DSH SDK root-session events onto stream chunks (docs/behaviour.md#stream-sdk-mapping).
 
 The host allocates one block index per ``(turn, step, child index)`` on first sight, so a message's ``block-end``
 closes the block its text deltas opened. Anything unexpected maps to nothing.

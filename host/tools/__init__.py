@@ -1,7 +1,7 @@
 """The tool registry: caller-owned cancellation, stage-based mutability, one result per call.
 
-``ToolRegistry.execute`` runs the pipeline of tool-registry.md §6 and always returns exactly one ``ToolResult``;
-``define_tool`` builds definitions from pydantic models; ``install_timeout_policy`` lives in
+``ToolRegistry.execute`` runs the pipeline of docs/behaviour.md#registry-pipeline and always returns exactly one
+``ToolResult``; ``define_tool`` builds definitions from pydantic models; ``install_timeout_policy`` lives in
 ``host.tools._timeout_policy``. ``create_delegation_tool`` builds ``delegate_<name>``; ``JobRunner`` and
 ``create_job_tools`` run one-shot background jobs and expose them as ``job_output`` / ``job_list`` / ``job_kill``.
 """

@@ -1,4 +1,5 @@
-"""``define_tool``: a tool definition from a pydantic parameters model (tool-registry.md §3, §7).
+"""``define_tool``: a tool definition from a pydantic parameters model (docs/behaviour.md#registry-types,
+#registry-codes-and-texts).
 
 The arguments are validated *inside* the body, so an argument failure counts as an invoked body; it raises
 ``ToolArgsError("invalid arguments: ...")`` with ``missing required property "<field>"`` for missing fields.

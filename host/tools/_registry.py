@@ -1,4 +1,5 @@
-"""The tool registry: registration and the five-stage call pipeline of tool-registry.md §5–§10.
+"""The tool registry: registration and the five-stage call pipeline of docs/behaviour.md#registry-registration to
+#registry-quiescence.
 
 ``execute`` always returns exactly one result, published once to the result observers. The caller's signal is
 captured outside every view; a started body (and every gate, wrapper and listener) is awaited to completion under
@@ -107,7 +108,8 @@ class ToolRegistry:
         """Register ``definition``; return an idempotent ``unregister``.
 
         Raises:
-            ValueError: No ``output``, an out-of-range ``timeout_ms``, or a duplicate name (exact texts of §5).
+            ValueError: No ``output``, an out-of-range ``timeout_ms``, or a duplicate name (exact texts of
+            docs/behaviour.md#registry-registration).
         """
         name = definition.name
         if cast("object", definition.output) is None:
@@ -247,7 +249,8 @@ class ToolRegistry:
         raise RuntimeError(f"unreachable variant in ApprovalOutcome: {_json_text(outcome)}")
 
     async def _dispatch(self, execution: ToolExecution, state: _CallState) -> ToolResult:
-        """Run the ``tools/execute`` waterfall around dispatch and normalize what it returns (§6 C)."""
+        """Run the ``tools/execute`` waterfall around dispatch and normalize what it returns
+        (docs/behaviour.md#registry-pipeline C)."""
         wrappers = self._execute_hooks.snapshot()
         live = ToolDispatchExecution(execution)
 
@@ -318,7 +321,8 @@ class ToolRegistry:
         raise TypeError(f"tools/execute wrapper returned a non-result: {type(returned).__name__}")
 
     async def _post_execute(self, execution: ToolExecution, result: ToolResult, state: _CallState) -> ToolResult:
-        """Run the post-execute waterfall and apply its decision (§6 D); a raise becomes an error result."""
+        """Run the post-execute waterfall and apply its decision (docs/behaviour.md#registry-pipeline D); a raise
+        becomes an error result."""
         listeners = self._post_hooks.snapshot()
 
         async def step(index: int) -> PostExecuteDecision:
@@ -353,7 +357,8 @@ class ToolRegistry:
     # --- finish ---------------------------------------------------------------------------------------------------
 
     def _finish(self, execution: ToolExecution, candidate: ToolResult, finalizer: FinalizeContent | None) -> ToolResult:
-        """Materialize, run ``finalize_content`` exactly once, publish to observers, return what they saw (§6 E)."""
+        """Materialize, run ``finalize_content`` exactly once, publish to observers, return what they saw
+        (docs/behaviour.md#registry-pipeline E)."""
         result = _materialize(candidate)
         if finalizer is not None:
             try:

@@ -1,4 +1,5 @@
-"""Result builders: the exact texts of tool-registry.md §7 and the exception rules of §8.
+"""Result builders: the exact texts of docs/behaviour.md#registry-codes-and-texts and the exception rules of
+docs/behaviour.md#registry-failures-from-exceptions.
 
 Every failure's model-visible content is ``[{"type": "text", "text": "Error: " + message}]``. A success is built
 only through ``build_success``, which snapshots, validates and renders the value against a definition.
@@ -58,7 +59,8 @@ def failure_result(message: str, info: ToolErrorInfo | None = None) -> ToolFailu
 
 
 def tool_failure_from_exception(error: Exception) -> ToolFailure:
-    """Build a failure from ``error`` (§8): a ``CodedError`` gets ``info {name, code}``, anything else none."""
+    """Build a failure from ``error`` (docs/behaviour.md#registry-failures-from-exceptions): a ``CodedError`` gets
+    ``info {name, code}``, anything else none."""
     info: ToolErrorInfo | None = None
     if isinstance(error, CodedError):
         code: object = getattr(error, "code", None)

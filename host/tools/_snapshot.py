@@ -1,4 +1,4 @@
-"""Lossless JSON snapshots (tool-registry.md §4).
+"""Lossless JSON snapshots (docs/behaviour.md#registry-lossless-json).
 
 ``snapshot_json`` returns a detached deep copy, or ``NOT_LOSSLESS`` for anything JSON cannot carry exactly: NaN,
 ±inf, ``-0.0``, non-``str`` keys, cycles, and every type other than ``None``/``bool``/``str``/``int``/``float``,

@@ -1,4 +1,5 @@
-"""The zero-config timeout policy: one ``tools/execute`` wrapper enforcing each tool's ``timeout_ms`` (§11.2).
+"""The zero-config timeout policy: one ``tools/execute`` wrapper enforcing each tool's ``timeout_ms``
+(docs/behaviour.md#registry-timeout-policy).
 
 Install it before any other wrapper so its budget covers everything inside. The deadline is cooperative: the body
 is notified through its fused signal and still awaited. Replacement is keyed on the policy's own timer having

@@ -1,4 +1,4 @@
-"""The registry's types, shaped so pyright enforces stage-based mutability (tool-registry.md §3).
+"""The registry's types, shaped so pyright enforces stage-based mutability (docs/behaviour.md#registry-types).
 
 The caller supplies a frozen ``ToolExecutionInput`` with a required signal. Pre-/post-execute, observers and
 ``finalize_content`` borrow the frozen ``ToolExecution``; the body gets a frozen ``ToolRunContext``. Only
@@ -65,7 +65,7 @@ class ToolExecutionInput:
     call_id: str
     name: str
     arguments: object
-    """Parsed JSON; the registry snapshots it once (§4)."""
+    """Parsed JSON; the registry snapshots it once (docs/behaviour.md#registry-lossless-json)."""
     signal: CancelSignal
     agent: object | None = None
     """An opaque owner token, used only to route approval requests."""

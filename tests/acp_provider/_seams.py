@@ -1,4 +1,4 @@
-"""Fault-injection decorators around the real managed-process handle (acp-provider.md §13).
+"""Fault-injection decorators around the real managed-process handle (docs/behaviour.md#acp-test-seams).
 
 Each decorator wraps a live ``ManagedProcess`` and replaces one member; everything else (and ``aclose``) is
 forwarded, so the run under test still drives a real child. ``decorated_spawn`` turns decorators into the run

@@ -1,4 +1,5 @@
-"""Unattended permission policy against the real fake agent (§14.7, §6.4)."""
+"""Unattended permission policy against the real fake agent (docs/behaviour.md#acp-acceptance,
+#acp-permission-policy)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The provider entry: config through the real loader, environment, working directory, capabilities (§14.2, §14.4)."""
+"""The provider entry: config through the real loader, environment, working directory, capabilities
+(docs/behaviour.md#acp-acceptance)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Published failures, spawn failures, dispose failures and concurrency against the real fake agent (§14.8)."""
+"""Published failures, spawn failures, dispose failures and concurrency against the real fake agent
+(docs/behaviour.md#acp-acceptance)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Published runs against the real fake agent: results, stop reasons and permission lines (§14.5, §14.7)."""
+"""Published runs against the real fake agent: results, stop reasons and permission lines
+(docs/behaviour.md#acp-acceptance)."""
 
 from __future__ import annotations
 

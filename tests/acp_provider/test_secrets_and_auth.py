@@ -1,4 +1,5 @@
-"""Secrets never reach model-visible text; -32000 is ``auth-required`` (§9.6, §9.7, §11)."""
+"""Secrets never reach model-visible text; -32000 is ``auth-required`` (docs/behaviour.md#acp-never-visible,
+#acp-auth-required, #acp-logging)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Startup rejections, rollback, local cancellation and dispose against the real fake agent (§14.6)."""
+"""Startup rejections, rollback, local cancellation and dispose against the real fake agent
+(docs/behaviour.md#acp-acceptance)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The per-run transcript and frame ordering of ACP runs (stream-and-results.md §11–§12, scenarios 42–48, 52–54)."""
+"""The per-run transcript and frame ordering of ACP runs (docs/behaviour.md#stream-transcript to
+#stream-delivery-and-freeze, scenarios 42–48, 52–54)."""
 
 from __future__ import annotations
 

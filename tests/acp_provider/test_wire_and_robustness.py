@@ -1,4 +1,5 @@
-"""Wire conformance and robustness against real children (§14.9, §14.3 and the issue's robustness list)."""
+"""Wire conformance and robustness against real children (docs/behaviour.md#acp-acceptance and the issue's robustness
+list)."""
 
 from __future__ import annotations
 

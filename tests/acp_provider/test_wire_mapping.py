@@ -1,4 +1,4 @@
-"""The closed mapping tables and lenient extraction of the ACP provider (§14.1)."""
+"""The closed mapping tables and lenient extraction of the ACP provider (docs/behaviour.md#acp-acceptance)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The deadline helper, TimeoutReason, format_ms and timeout_of (tool-registry.md §11.1, scenarios 68–76)."""
+"""The deadline helper, TimeoutReason, format_ms and timeout_of (docs/behaviour.md#registry-deadline, scenarios
+68–76)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""CancelController / CancelSignal, fuse and the anyio bridge (tool-registry.md §2, §12, scenario 42)."""
+"""CancelController / CancelSignal, fuse and the anyio bridge (docs/behaviour.md#registry-cancel-signal,
+#registry-anyio-mapping, scenario 42)."""
 
 from __future__ import annotations
 

@@ -65,7 +65,8 @@ rt.main()
 
 
 def sdk_entry(args: list[str] | None = None, **env: str) -> dict[str, Any]:
-    """A ``dsh-sdk`` entry on the fake runtime with the spec's fast-teardown settings (sdk-provider.md §7)."""
+    """A ``dsh-sdk`` entry on the fake runtime with the spec's fast-teardown settings
+    (docs/behaviour.md#sdk-test-seams)."""
     return {
         "kind": "dsh-sdk",
         "command": PYTHON,

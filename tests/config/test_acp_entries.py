@@ -1,4 +1,5 @@
-"""ACP entry validation: acp-provider.md §2.3 order and messages, §14.2 scenarios 7–13 and 18–20."""
+"""ACP entry validation: docs/behaviour.md#config-acp-entry order and messages, docs/behaviour.md#acp-acceptance
+scenarios 7–13 and 18–20."""
 
 from __future__ import annotations
 
@@ -202,7 +203,7 @@ def test_non_string_description_fails(tmp_path: Path) -> None:
 
 
 def test_checks_run_in_the_spec_order(tmp_path: Path) -> None:
-    # Every later check would fail too; only the first in §2.3's order is reported.
+    # Every later check would fail too; only the first in docs/behaviour.md#config-acp-entry's order is reported.
     steps = [
         ("unknownKey", 1, 'subagent-acp: unknown config key "unknownKey"'),
         ("command", "", "subagent-acp: command must be a non-empty string"),

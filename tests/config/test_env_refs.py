@@ -1,4 +1,5 @@
-"""``${NAME}`` expansion (acp-provider.md §4.2): references, the ``$${`` escape, literal ``$``, unset names."""
+"""``${NAME}`` expansion (docs/behaviour.md#process-environment): references, the ``$${`` escape, literal ``$``, unset
+names."""
 
 from __future__ import annotations
 

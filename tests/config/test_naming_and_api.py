@@ -1,4 +1,5 @@
-"""``delegation_tool_name`` (stream-and-results.md §6.1), the ``description`` key, and the package's public names."""
+"""``delegation_tool_name`` (docs/behaviour.md#results-foreground-tool), the ``description`` key, and the package's
+public names."""
 
 from __future__ import annotations
 

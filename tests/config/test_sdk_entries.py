@@ -1,4 +1,5 @@
-"""DSH SDK entry validation: sdk-provider.md §2 order and messages, §8 E2–E8."""
+"""DSH SDK entry validation: docs/behaviour.md#config-dsh-sdk-entry order and messages, docs/behaviour.md#sdk-acceptance
+E2–E8."""
 
 from __future__ import annotations
 

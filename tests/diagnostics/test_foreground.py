@@ -1,4 +1,5 @@
-"""The foreground delegation texts and settle-then-dispose precedence (stream-and-results.md §6, acceptance 12–21).
+"""The foreground delegation texts and settle-then-dispose precedence (docs/behaviour.md#results-foreground-tool,
+acceptance 12–21).
 
 The registry renders a raised error as ``"Error: " + str(error)``; these tests pin ``str(error)``.
 """

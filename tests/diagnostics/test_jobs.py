@@ -1,4 +1,5 @@
-"""The one-shot background job mapping, dispose-before-report and status lines (stream-and-results.md §7)."""
+"""The one-shot background job mapping, dispose-before-report and status lines
+(docs/behaviour.md#results-background-jobs)."""
 
 from __future__ import annotations
 

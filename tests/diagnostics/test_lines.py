@@ -1,4 +1,5 @@
-"""The fixed ACP and DSH SDK failure lines, the permission line and their combination (acp-provider.md §9)."""
+"""The fixed ACP and DSH SDK failure lines, the permission line and their combination
+(docs/behaviour.md#acp-diagnostics)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The SubagentResult shape and the exact 4096-byte diagnostic bound (stream-and-results.md §1.3, §4)."""
+"""The SubagentResult shape and the exact 4096-byte diagnostic bound (docs/behaviour.md#results-subagentresult,
+#results-diagnostic-bound)."""
 
 from __future__ import annotations
 

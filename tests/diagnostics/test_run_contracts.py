@@ -1,4 +1,5 @@
-"""The request, options and capability gate of ``host._contracts`` (stream-and-results.md §1–§2, acceptance 11)."""
+"""The request, options and capability gate of ``host._contracts`` (docs/behaviour.md#results-request to
+#results-capability-gate, acceptance 11)."""
 
 from __future__ import annotations
 

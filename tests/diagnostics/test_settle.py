@@ -1,4 +1,4 @@
-"""Settlement of a published run's result (stream-and-results.md §3, acceptance 1–7)."""
+"""Settlement of a published run's result (docs/behaviour.md#results-settlement, acceptance 1–7)."""
 
 from __future__ import annotations
 

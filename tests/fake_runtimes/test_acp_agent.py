@@ -1,4 +1,5 @@
-"""Drive the real fake ACP agent (``fake_runtimes/acp_agent.py``) over stdio and check every §12 switch.
+"""Drive the real fake ACP agent (``fake_runtimes/acp_agent.py``) over stdio and check every
+docs/behaviour.md#acp-fake-agent switch.
 
 Every byte each side writes is teed into ``WireRecorder``s and checked against the ACP schema oracle; the
 deliberately off-schema switches are asserted to produce exactly the messages the oracle rejects.

@@ -1,4 +1,4 @@
-"""The fake DSH SDK runtime, driven as a real child over stdio (sdk-provider.md §6)."""
+"""The fake DSH SDK runtime, driven as a real child over stdio (docs/behaviour.md#sdk-fake-runtime)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from tests._provider_helpers import wait_for_file as wait_for_file
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.snapshots import assert_snapshot
 
-# The fast-teardown settings of sdk-provider.md §7 (shutdown, EOF grace, signal grace), and the defaults.
+# The fast-teardown settings of docs/behaviour.md#sdk-test-seams (shutdown, EOF grace, signal grace), and the defaults.
 FAST_TEARDOWN = (100.0, 200.0, 200.0)
 DEFAULT_TEARDOWN = (1000.0, 6000.0, 3000.0)
 

@@ -1,4 +1,5 @@
-"""Fault-injection wrappers around the real ``SdkClient`` (sdk-provider.md §7), used through ``client_factory``.
+"""Fault-injection wrappers around the real ``SdkClient`` (docs/behaviour.md#sdk-test-seams), used through
+``client_factory``.
 
 Each wrapper forwards to a real client driving a real fake runtime and replaces one behaviour; the provider and
 the run are never mocked.

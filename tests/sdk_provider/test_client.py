@@ -1,4 +1,4 @@
-"""SDK client conformance against real fake-runtime processes (sdk-provider.md §8 group F)."""
+"""SDK client conformance against real fake-runtime processes (docs/behaviour.md#sdk-acceptance group F)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cancellation and dispose of published runs (§8 group D)."""
+"""Cancellation and dispose of published runs (docs/behaviour.md#sdk-acceptance group D)."""
 
 from __future__ import annotations
 

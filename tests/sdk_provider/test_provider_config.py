@@ -1,4 +1,5 @@
-"""Entry configuration as the provider sees it (§8 group E) and the package's public surface."""
+"""Entry configuration as the provider sees it (docs/behaviour.md#sdk-acceptance group E) and the package's public
+surface."""
 
 from __future__ import annotations
 

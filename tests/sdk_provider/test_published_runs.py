@@ -1,4 +1,5 @@
-"""Published runs against the real fake runtime: results, stop reasons, fold, env and route (§8 group B)."""
+"""Published runs against the real fake runtime: results, stop reasons, fold, env and route
+(docs/behaviour.md#sdk-acceptance group B)."""
 
 from __future__ import annotations
 

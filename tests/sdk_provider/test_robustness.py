@@ -191,7 +191,8 @@ for raw in sys.stdin:
 
 @pytest.mark.anyio
 async def test_frames_a_descendant_writes_after_the_runtime_exited_are_still_delivered(tmp_path: Path) -> None:
-    # §4.1: input ends at stdout EOF or 100 ms after the observed exit, whichever is first; frames in between count.
+    # docs/behaviour.md#sdk-client-spawn: input ends at stdout EOF or 100 ms after the observed exit, whichever is
+    # first; frames in between count.
     pid_file = tmp_path / "late.pid"
     spec = runtime_spec(
         tmp_path,

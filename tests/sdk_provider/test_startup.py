@@ -1,4 +1,5 @@
-"""Startup: pre-abort, cwd resolution, handshake failures, the rejection forms and their cleanup (§8 group C)."""
+"""Startup: pre-abort, cwd resolution, handshake failures, the rejection forms and their cleanup
+(docs/behaviour.md#sdk-acceptance group C)."""
 
 from __future__ import annotations
 
@@ -307,7 +308,8 @@ async def test_an_unanswered_initialize_times_out_and_the_child_is_reaped(tmp_pa
 
 @pytest.mark.anyio
 async def test_a_cancel_during_the_handshake_makes_no_sink_call_and_reaps_the_child(tmp_path: Path) -> None:
-    # §5.8: "cancelled during the handshake, cleanup OK" has 0 sink calls and the child is reaped by aclose().
+    # docs/behaviour.md#sdk-startup-rejections: "cancelled during the handshake, cleanup OK" has 0 sink calls and the
+    # child is reaped by aclose().
     made: list[ForwardingClient] = []
     sink = RecordingSink()
     controller = CancelController()

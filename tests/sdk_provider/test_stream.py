@@ -1,4 +1,5 @@
-"""The per-run transcript and live frames of DSH SDK runs (stream-and-results.md §11–§13, scenarios 49–54)."""
+"""The per-run transcript and live frames of DSH SDK runs (docs/behaviour.md#stream-transcript to #stream-acceptance,
+scenarios 49–54)."""
 
 from __future__ import annotations
 

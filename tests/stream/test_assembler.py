@@ -1,4 +1,4 @@
-"""The BlockAssembler read-outs (stream-and-results.md §8, §10, acceptance 33–37)."""
+"""The BlockAssembler read-outs (docs/behaviour.md#stream-chunks, #stream-block-assembler, acceptance 33–37)."""
 
 from __future__ import annotations
 

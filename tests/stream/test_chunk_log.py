@@ -1,4 +1,5 @@
-"""The run's compact chunk record reads back exactly the chunks delivered, in order (stream-and-results.md §11)."""
+"""The run's compact chunk record reads back exactly the chunks delivered, in order
+(docs/behaviour.md#stream-transcript)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The per-run transcript and its frame delivery (stream-and-results.md §11–§12, acceptance 52–53).
+"""The per-run transcript and its frame delivery (docs/behaviour.md#stream-transcript to #stream-delivery-and-freeze,
+acceptance 52–53).
 
 The provider-driven scenarios (42–51) need real children; these pin the same rules on the journal directly.
 """

@@ -1,4 +1,4 @@
-"""The ACP and DSH SDK chunk mappings (stream-and-results.md §9, acceptance 38–41)."""
+"""The ACP and DSH SDK chunk mappings (docs/behaviour.md#stream-acp-mapping, acceptance 38–41)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from tests.acp_provider._seams import decorated_spawn, reject_final_exit_wait_af
 
 @dataclass
 class _SeamProvider:
-    """An ACP provider over a real child whose final exit wait is rejected (acp-provider.md §13 seam)."""
+    """An ACP provider over a real child whose final exit wait is rejected (docs/behaviour.md#acp-test-seams seam)."""
 
     spec: AcpRunSpec
     task_group: TaskGroup

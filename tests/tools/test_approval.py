@@ -1,4 +1,4 @@
-"""Pre-execute decisions and the approval seam (tool-registry.md §6 B; scenarios 14–22)."""
+"""Pre-execute decisions and the approval seam (docs/behaviour.md#registry-pipeline B; scenarios 14–22)."""
 
 from __future__ import annotations
 

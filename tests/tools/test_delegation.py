@@ -1,4 +1,5 @@
-"""The ACP delegation tool through a real ``Host`` and the fake ACP agent (acp-provider.md §14.11, results §13.2).
+"""The ACP delegation tool through a real ``Host`` and the fake ACP agent (docs/behaviour.md#acp-acceptance,
+docs/behaviour.md#results-acceptance).
 
 Also pins the exact model-visible results (``ToolResult.to_json()``) in ``snapshots/tools/``.
 """

@@ -1,4 +1,4 @@
-"""The DSH SDK delegation tool through a real ``Host`` and the fake runtime (sdk-provider.md §8 G1–G3)."""
+"""The DSH SDK delegation tool through a real ``Host`` and the fake runtime (docs/behaviour.md#sdk-acceptance G1–G3)."""
 
 from __future__ import annotations
 

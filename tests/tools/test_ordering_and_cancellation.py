@@ -1,4 +1,5 @@
-"""Stage ordering and every cancellation race of the pipeline (tool-registry.md §6, §9, §10; scenarios 23–41)."""
+"""Stage ordering and every cancellation race of the pipeline (docs/behaviour.md#registry-pipeline,
+#registry-precedence, #registry-quiescence; scenarios 23–41)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Registration and basic execution (tool-registry.md §5, §7, §8; scenarios 1–13)."""
+"""Registration and basic execution (docs/behaviour.md#registry-registration, #registry-codes-and-texts,
+#registry-failures-from-exceptions; scenarios 1–13)."""
 
 from __future__ import annotations
 

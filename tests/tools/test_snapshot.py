@@ -1,4 +1,4 @@
-"""Lossless JSON snapshots (tool-registry.md §4)."""
+"""Lossless JSON snapshots (docs/behaviour.md#registry-lossless-json)."""
 
 from __future__ import annotations
 

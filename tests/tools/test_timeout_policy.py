@@ -1,4 +1,5 @@
-"""The zero-config timeout policy (tool-registry.md §11.2–§11.3; scenarios 77–88; seed 004 wrapper order).
+"""The zero-config timeout policy (docs/behaviour.md#registry-timeout-policy; scenarios 77–88;
+docs/behaviour.md#registry-timeout-policy wrapper order).
 
 Budgets are small real timers (<= 150 ms) waited on through the signal under ``fail_after``; nothing sleeps.
 """

@@ -1,4 +1,5 @@
-"""Wrapper normalization, post-execute decisions and finish (tool-registry.md §6 C–E; scenarios 43–64)."""
+"""Wrapper normalization, post-execute decisions and finish (docs/behaviour.md#registry-pipeline C–E; scenarios
+43–64)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Pyright-only contracts of the tool registry's stage-based mutability (tool-registry.md §13.6; never executed).
+"""Pyright-only contracts of the tool registry's stage-based mutability (docs/behaviour.md#registry-typing-contracts;
+never executed).
 
 Each line that must not type-check carries an ``expect-error`` marker comment; ``test_typing_contracts.py`` runs
 pyright on this file and asserts that errors occur on exactly those lines.

@@ -1,4 +1,5 @@
-"""The host-side DSH SDK client (sdk-provider.md §3–§4): one runtime process per client, newline JSON-RPC on stdio.
+"""The host-side DSH SDK client (docs/behaviour.md#sdk-wire-framing to #sdk-client-errors): one runtime process per
+client, newline JSON-RPC on stdio.
 
 Requests carry ids ``req_<uuid4 hex>``; runtime→host requests get ``-32601``; notifications are routed to
 per-session subscriptions; ``run`` is gated on the prompt's receipt and ends at the root ``idle``. Failures are the

@@ -1,4 +1,5 @@
-"""Pydantic wire model of the ``initialize`` params (sdk-provider.md §3.2): snake_case fields, camelCase keys."""
+"""Pydantic wire model of the ``initialize`` params (docs/behaviour.md#sdk-methods): snake_case fields, camelCase
+keys."""
 
 from __future__ import annotations
 

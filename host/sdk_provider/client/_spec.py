@@ -25,7 +25,8 @@ __all__ = ["SdkRunSpec"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SdkRunSpec:
-    """A resolved launch, route and set of bounds for one runtime process (sdk-provider.md §2, §5.2)."""
+    """A resolved launch, route and set of bounds for one runtime process (docs/behaviour.md#config-dsh-sdk-entry,
+    #sdk-route)."""
 
     command: str
     """``argv[0]``; a name without ``/`` is looked up on the child environment's ``PATH``."""

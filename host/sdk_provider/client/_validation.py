@@ -1,4 +1,5 @@
-"""Validation of DSH SDK responses and root-session events, with the exact ``SdkProtocolError`` texts of §4.2/§4.5.
+"""Validation of DSH SDK responses and root-session events, with the exact ``SdkProtocolError`` texts of
+docs/behaviour.md#sdk-client-requests, #sdk-event-validation.
 
 Everything here is pure and never trusts the peer: values are checked field by field, and a violation raises
 ``SdkProtocolError`` whose message embeds the offending JSON (host-only). Unknown event types and unknown
@@ -117,7 +118,7 @@ def is_receipt(event: object, message_id: str) -> bool:
 
 
 def validate_event(event: object) -> dict[str, Any]:
-    """Validate one root-session event from the receipt on (sdk-provider.md §4.5) and return it.
+    """Validate one root-session event from the receipt on (docs/behaviour.md#sdk-event-validation) and return it.
 
     Raises:
         SdkProtocolError: the event violates the protocol; the message names the violation.

@@ -1,4 +1,5 @@
-"""The fake DSH runtime with test-only patches beyond sdk-provider.md §6, selected by ``PATCH_*`` variables.
+"""The fake DSH runtime with test-only patches beyond docs/behaviour.md#sdk-fake-runtime, selected by ``PATCH_*``
+variables.
 
 * ``PATCH_HUGE_TEXT_BYTES=<n>``: the default assistant text becomes ``n`` bytes of ``x`` (env values cannot carry
   megabytes, so the fake's own ``FAKE_TEXT`` cannot).
