@@ -31,12 +31,16 @@ class OutputBudget:
         """Return the part of ``text`` within the bound; past it, set ``exceeded`` and cancel the work in ``run``."""
         if self.exceeded:
             return ""
-        data = text.encode()
+        # A child may stream half of a surrogate pair: count it as the 3 bytes it encodes to, never fail on it.
+        data = text.encode("utf-8", "surrogatepass")
         if len(data) <= self._room:
             self._room -= len(data)
             return text
-        # A cut inside a multi-byte character drops that character's leading bytes.
-        kept = data[: self._room].decode(errors="ignore")
+        # Cut at a character boundary: back off over the continuation bytes (0b10xxxxxx) of a split character.
+        cut = self._room
+        while cut > 0 and data[cut] & 0xC0 == 0x80:
+            cut -= 1
+        kept = data[:cut].decode("utf-8", "surrogatepass")
         self._room = 0
         self.exceeded = True
         if self._scope is not None:

@@ -61,7 +61,8 @@ async def test_deeply_nested_messages_neither_crash_nor_stall_the_reader(tmp_pat
 
 
 async def test_a_twenty_mib_chunk_is_delivered_whole(tmp_path: Path) -> None:
-    status, data = await _run(tmp_path, "long_text", "20")
+    # The default 8 MiB output bound would end this run (output-limit); this pins the transport, not the bound.
+    status, data = await _run(tmp_path, "long_text", "20", max_output_bytes=64 * 1024 * 1024)
     assert status == 0
     assert data["output"] == [{"type": "text", "text": "y" * (20 * 1024 * 1024)}]
 
@@ -145,11 +146,6 @@ async def test_a_hostile_runtime_yields_one_documented_object_and_leaves_nothing
 ) -> None:
     done = await run_adversarial(tmp_path, adversarial_entry(tmp_path, tricks, **settings))
     assert done.returncode == status, done.stderr
-    data = json_of(done.stdout)
-    hints = data.pop("hints", [])
-    assert data == expected
-    # Only a handshake timeout has a host-side fix to name: the entry's initialize bound.
-    timed_out = "stage: initialize; category: timeout" in str(expected.get("error"))
-    assert hints == (["providers.dsh-sdk initialize_timeout_ms = 300"] if timed_out else [])
+    assert json_of(done.stdout) == expected
     assert_no_planted_secret(done.stdout)
     assert_descendants_gone(tmp_path)
