@@ -7,6 +7,7 @@ imported, so a signal during start-up still ends with the command's promised out
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from subagent_host_cli import _early
@@ -37,4 +38,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(_early.interrupted_before_start(received.first, as_json=parsed.as_json))
     from host.cli import run_command  # the heavy import: a signal now is recorded and honoured by the command
 
-    sys.exit(run_command(parsed.args, received))
+    try:
+        status = run_command(parsed.args, received)
+    except KeyboardInterrupt:
+        # A repeated SIGINT that landed in the instant the event loop handed the handlers back (asyncio restores
+        # Python's default_int_handler before the recorder is reinstalled): the command had already reported.
+        status = _early.EXIT_BY_SIGNAL[received.first or signal.SIGINT]
+    # The status is decided and reported. Interpreter finalization resets Python-level handlers to SIG_DFL, so a
+    # late signal would then kill the process with its own status: ignore them for the last instant instead.
+    for signum in _early.HANDLED_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    sys.exit(status)

@@ -211,6 +211,7 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
     def on_signal(received: signal.Signals) -> None:
         if invocation.received is None:
             invocation.received = received
+            recorder.record(received)  # the console entry's last resort knows which signal came first
             controller.cancel(f"received {received.name}")
         for scope in draining:
             scope.cancel()  # a signal while stdout blocks must still end the command

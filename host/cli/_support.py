@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import AsyncIterator, Callable
+from types import FrameType
 from typing import Any, Final, Protocol
 
 from host.cli._output import Output
@@ -42,6 +43,10 @@ class RecordedSignals(Protocol):
 
     def reinstall(self) -> None:
         """Put the recorder back after an event loop's receiver restored the default handlers."""
+        ...
+
+    def record(self, signum: int, _frame: FrameType | None = None) -> None:
+        """Keep ``signum`` as the first signal unless one was already kept."""
         ...
 
 
