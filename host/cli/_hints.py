@@ -11,18 +11,14 @@ import re
 import shutil
 from typing import Final
 
+from host._json import format_ms
 from host.config import EntryConfig
 from host.process import scrubbed_names
 
-__all__ = ["format_ms", "hints_for"]
+__all__ = ["hints_for"]
 
 _DENIAL: Final = re.compile(r"policy: reject; request: ([a-z_]+); decision: denied")
 _MAX_NAMES: Final = 6
-
-
-def format_ms(value: float) -> str:
-    """``3000.0`` → ``3000``; other values keep their decimals."""
-    return str(int(value)) if value == int(value) else str(value)
 
 
 def hints_for(entry: EntryConfig, *, diagnostic: str | None, timed_out: bool, timeout_ms: float | None) -> list[str]:
