@@ -23,7 +23,8 @@ import anyio
 
 from host._contracts import SubagentRequest
 from host.cancel import CancelController
-from host.sdk_provider import SdkRunSpec, start_sdk_run
+from host.sdk_provider._run import start_sdk_run
+from host.sdk_provider.client import SdkRunSpec
 
 RUNTIME = Path(__file__).resolve().parent.parent / "fake_runtimes" / "dsh_runtime.py"
 ENV = {"FAKE_TEXT": "benchmark answer"}

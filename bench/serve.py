@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from host import CancelController, Host  # noqa: E402
-from host.config import parse_config  # noqa: E402
+from host.config._loader import parse_config  # noqa: E402
 
 FAKE_ACP_AGENT = REPO / "fake_runtimes" / "acp_agent.py"
 RUNS = int(os.environ.get("BENCH_RUNS", "20"))

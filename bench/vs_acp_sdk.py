@@ -49,7 +49,7 @@ from acp import schema as acp_schema  # noqa: E402
 from acp.interfaces import Client  # noqa: E402
 
 from host._contracts import SubagentRequest  # noqa: E402
-from host.acp_provider import AcpRunSpec, start_acp_run  # noqa: E402
+from host.acp_provider._run import AcpRunSpec, start_acp_run  # noqa: E402
 from host.cancel import CancelController  # noqa: E402
 from host.diagnostics import SubagentResult  # noqa: E402
 from host.stream import StreamFrame  # noqa: E402

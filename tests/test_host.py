@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from host import CancelController, Host, HostConfig, SubagentHostError, ToolResult
-from host.config import parse_config
+from host.config._loader import parse_config
 from host.tools._delegation import USAGE_TEXT
 from tests.acp_provider._helpers import wait_for_file
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from host import Host
-from host.config import parse_config
+from host.config._loader import parse_config
 from host.tools._delegation import USAGE_TEXT
 
 pytestmark = pytest.mark.anyio

@@ -7,9 +7,7 @@ message; nothing here spawns or reads a child.
 
 from __future__ import annotations
 
-from host.config._env_refs import expand_env_references
-from host.config._loader import BUILTIN_DESCRIPTION, BUILTIN_SOURCE, builtin_config, load_config, parse_config
-from host.config._lookup import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILENAME, user_config_file
+from host.config._loader import load_config
 from host.config._models import (
     ACP_INITIALIZE_TIMEOUT_MS,
     DEFAULT_KEEP_RUNS,
@@ -27,17 +25,12 @@ from host.config._models import (
     HostConfig,
     InheritEnv,
     SdkEntryConfig,
-    UnresolvedEntry,
     delegation_tool_name,
 )
 from host.config._rules import is_accessible_directory
 
 __all__ = [
     "ACP_INITIALIZE_TIMEOUT_MS",
-    "BUILTIN_DESCRIPTION",
-    "BUILTIN_SOURCE",
-    "CONFIG_ENV_VAR",
-    "DEFAULT_CONFIG_FILENAME",
     "DEFAULT_KEEP_RUNS",
     "DEFAULT_MAX_FINISHED_JOBS",
     "DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES",
@@ -53,12 +46,7 @@ __all__ = [
     "HostConfig",
     "InheritEnv",
     "SdkEntryConfig",
-    "UnresolvedEntry",
-    "builtin_config",
     "delegation_tool_name",
-    "expand_env_references",
     "is_accessible_directory",
     "load_config",
-    "parse_config",
-    "user_config_file",
 ]

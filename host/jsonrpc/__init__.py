@@ -6,7 +6,7 @@ failures are the ``JsonRpcError`` family of ``host._exceptions`` and are raw, ho
 
 from __future__ import annotations
 
-from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId
-from host.jsonrpc._peer import CloseReason, JsonRpcPeer, RequestHandler
+from host.jsonrpc._framing import MAX_LINE_BYTES
+from host.jsonrpc._peer import JsonRpcPeer
 
-__all__ = ["CloseReason", "JsonRpcPeer", "MAX_LINE_BYTES", "RequestHandler", "RequestId"]
+__all__ = ["JsonRpcPeer", "MAX_LINE_BYTES"]

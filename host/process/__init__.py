@@ -8,7 +8,7 @@ that owns its lifetime, like the CLI) adoption and sweeping of descendants a chi
 
 from __future__ import annotations
 
-from host.process._env import MINIMAL_NAMES, build_child_env, is_scrubbed, scrub_environment, scrubbed_names
+from host.process._env import build_child_env, scrubbed_names
 from host.process._handle import ProcessHandle
 from host.process._keeper import hold_keeper, release_keeper
 from host.process._ladder import SharedTeardown, climb_teardown_ladder, run_teardown_ladder
@@ -17,7 +17,6 @@ from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
 
 __all__ = [
-    "MINIMAL_NAMES",
     "ManagedProcess",
     "ProcessHandle",
     "ProcessOutcome",
@@ -26,11 +25,9 @@ __all__ = [
     "build_child_env",
     "climb_teardown_ladder",
     "hold_keeper",
-    "is_scrubbed",
     "reap_orphans",
     "release_keeper",
     "run_teardown_ladder",
-    "scrub_environment",
     "scrubbed_names",
     "spawn_managed",
 ]

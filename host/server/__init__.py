@@ -6,11 +6,6 @@ Only the command-line layer is imported here; the MCP SDK is imported when ``run
 
 from __future__ import annotations
 
-from host.server._options import (
-    DEFAULT_HTTP_HOST,
-    DEFAULT_MAX_CONCURRENT_RUNS,
-    ServeOptions,
-    run_serve,
-)
+from host.server._options import run_serve
 
-__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "run_serve"]
+__all__ = ["run_serve"]

@@ -9,15 +9,7 @@ from __future__ import annotations
 
 from host.stream._acp import AcpChunkMapper
 from host.stream._assembler import BlockAssembler
-from host.stream._chunks import (
-    BlockEnd,
-    BlockStart,
-    ReasoningDelta,
-    StreamChunk,
-    TextDelta,
-    ToolCallChunk,
-    stream_chunk_adapter,
-)
+from host.stream._chunks import ReasoningDelta, StreamChunk, TextDelta, ToolCallChunk, stream_chunk_adapter
 from host.stream._journal import (
     ChunkFrame,
     EventFrame,
@@ -26,15 +18,12 @@ from host.stream._journal import (
     RunJournal,
     StreamFrame,
     TranscriptEvent,
-    TranscriptEventType,
 )
 from host.stream._sdk import SdkChunkMapper
 
 __all__ = [
     "AcpChunkMapper",
     "BlockAssembler",
-    "BlockEnd",
-    "BlockStart",
     "ChunkFrame",
     "EventFrame",
     "FrameObserver",
@@ -47,6 +36,5 @@ __all__ = [
     "TextDelta",
     "ToolCallChunk",
     "TranscriptEvent",
-    "TranscriptEventType",
     "stream_chunk_adapter",
 ]

@@ -1,153 +1,38 @@
 """The tool registry: caller-owned cancellation, stage-based mutability, one result per call.
 
 ``ToolRegistry.execute`` runs the pipeline of docs/behaviour.md#registry-pipeline and always returns exactly one
-``ToolResult``; ``define_tool`` builds definitions from pydantic models; ``install_timeout_policy`` lives in
+``ToolResult``; ``_define.define_tool`` builds definitions from pydantic models; ``install_timeout_policy`` lives in
 ``host.tools._timeout_policy``. ``create_delegation_tool`` builds ``delegate_<name>``; ``JobRunner`` and
 ``create_job_tools`` run one-shot background jobs and expose them as ``job_output`` / ``job_list`` / ``job_kill``.
 """
 
 from __future__ import annotations
 
-from host.tools._define import define_tool
-from host.tools._delegation import (
-    BACKGROUND_STARTED_TEXT,
-    BackgroundValue,
-    DelegateArgs,
-    ForegroundValue,
-    HooksOf,
-    ParentCwdOf,
-    RunHooks,
-    create_delegation_tool,
-    default_description,
-)
-from host.tools._job_tools import (
-    JOB_KILL_TOOL_NAME,
-    JOB_LIST_TOOL_NAME,
-    JOB_OUTPUT_TOOL_NAME,
-    JOB_WAIT_DEFAULT_MS,
-    JOB_WAIT_MAX_MS,
-    create_job_tools,
-)
-from host.tools._jobs import (
-    BACKGROUND_JOBS_UNAVAILABLE,
-    JOB_KIND_SUBAGENT,
-    JOB_RUNNING_STATUS_LINE,
-    JOB_STOPPING_STATUS_LINE,
-    JOBS_CLOSE_TIMEOUT_S,
-    NO_BACKGROUND_JOBS,
-    NO_NEW_OUTPUT,
-    JobDoneListener,
-    JobRunner,
-    JobStarter,
-    LiveJobStatus,
-)
+from host.tools._delegation import ParentCwdOf, RunHooks, create_delegation_tool
+from host.tools._job_tools import JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, create_job_tools
+from host.tools._jobs import JobDoneListener, JobRunner
 from host.tools._registry import ToolRegistry
-from host.tools._results import (
-    TOOL_ABORTED,
-    TOOL_ABORTED_BEFORE_DISPATCH,
-    TOOL_TIMEOUT,
-    tool_failure_from_exception,
-)
-from host.tools._snapshot import NOT_LOSSLESS, NotLossless, snapshot_json
+from host.tools._results import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT
 from host.tools._timeout_policy import install_timeout_policy
-from host.tools._types import (
-    Accept,
-    Allow,
-    ApprovalOutcome,
-    ApprovalRequest,
-    ApprovalService,
-    Ask,
-    Block,
-    Deny,
-    ExecuteNext,
-    ExecuteWrapper,
-    FinalizeContent,
-    PostExecuteDecision,
-    PostExecuteListener,
-    PostExecuteNext,
-    PreExecuteDecision,
-    PreExecuteListener,
-    PreExecuteNext,
-    ResultObserver,
-    ToolBody,
-    ToolDefinition,
-    ToolDispatchExecution,
-    ToolError,
-    ToolErrorInfo,
-    ToolExecution,
-    ToolExecutionInput,
-    ToolFailure,
-    ToolOutput,
-    ToolResult,
-    ToolRunContext,
-    ToolSuccess,
-)
+from host.tools._types import ToolExecutionInput, ToolFailure, ToolResult, ToolRunContext, ToolSuccess
 
 __all__ = [
-    "BACKGROUND_JOBS_UNAVAILABLE",
-    "BACKGROUND_STARTED_TEXT",
-    "JOBS_CLOSE_TIMEOUT_S",
-    "JOB_KILL_TOOL_NAME",
-    "JOB_KIND_SUBAGENT",
     "JOB_LIST_TOOL_NAME",
     "JOB_OUTPUT_TOOL_NAME",
-    "JOB_RUNNING_STATUS_LINE",
-    "JOB_STOPPING_STATUS_LINE",
-    "JOB_WAIT_DEFAULT_MS",
-    "JOB_WAIT_MAX_MS",
-    "NOT_LOSSLESS",
-    "NO_BACKGROUND_JOBS",
-    "NO_NEW_OUTPUT",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
-    "Accept",
-    "Allow",
-    "ApprovalOutcome",
-    "ApprovalRequest",
-    "ApprovalService",
-    "Ask",
-    "BackgroundValue",
-    "Block",
-    "DelegateArgs",
-    "Deny",
-    "ExecuteNext",
-    "ExecuteWrapper",
-    "FinalizeContent",
-    "ForegroundValue",
-    "HooksOf",
     "JobDoneListener",
     "JobRunner",
-    "JobStarter",
-    "LiveJobStatus",
-    "NotLossless",
     "ParentCwdOf",
-    "PostExecuteDecision",
-    "PostExecuteListener",
-    "PostExecuteNext",
-    "PreExecuteDecision",
-    "PreExecuteListener",
-    "PreExecuteNext",
-    "ResultObserver",
     "RunHooks",
-    "ToolBody",
-    "ToolDefinition",
-    "ToolDispatchExecution",
-    "ToolError",
-    "ToolErrorInfo",
-    "ToolExecution",
     "ToolExecutionInput",
     "ToolFailure",
-    "ToolOutput",
     "ToolRegistry",
     "ToolResult",
     "ToolRunContext",
     "ToolSuccess",
     "create_delegation_tool",
     "create_job_tools",
-    "default_description",
-    "define_tool",
     "install_timeout_policy",
-    "snapshot_json",
-    "tool_failure_from_exception",
 ]

@@ -13,7 +13,7 @@ from typing import Literal
 
 from host._child import SpawnFn
 from host._contracts import SubagentRequest, SubagentRun
-from host.acp_provider import AcpRunSpec, start_acp_run
+from host.acp_provider._run import AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
 from host.process import spawn_managed
 from tests._provider_helpers import PROCESS_TIMEOUT_S as PROCESS_TIMEOUT_S

@@ -14,7 +14,8 @@ import pytest
 
 from host._check import check_entry
 from host._exceptions import AcpRunFailure
-from host.acp_provider import AcpProvider, start_acp_run
+from host.acp_provider import AcpProvider
+from host.acp_provider._run import start_acp_run
 from host.diagnostics import AcpFailureFacts, acp_failure_line
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_entry, agent_spec, make_request, task_group
 from tests.snapshots import assert_snapshot

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.acp_provider import start_acp_run
+from host.acp_provider._run import start_acp_run
 from host.stream import ChunkFrame, StreamFrame, TextDelta
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, task_group
 from tests.snapshots import assert_snapshot

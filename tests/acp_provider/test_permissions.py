@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.acp_provider import start_acp_run
+from host.acp_provider._run import start_acp_run
 from host.cancel import CancelController
 from tests.acp_provider._helpers import (
     PROCESS_TIMEOUT_S,

@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from host._exceptions import AcpRunFailure, ProcessTreeSurvivedError
-from host.acp_provider import AcpProvider, start_acp_run
+from host.acp_provider import AcpProvider
+from host.acp_provider._run import start_acp_run
 from host.cancel import CancelController
 from host.diagnostics import SubagentResult
 from host.process import ProcessOutcome

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.acp_provider import start_acp_run
+from host.acp_provider._run import start_acp_run
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, open_run, task_group
 from tests.acp_provider._seams import decorated_spawn, tap_bounded_exit_wait
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.acp_provider import start_acp_run
+from host.acp_provider._run import start_acp_run
 from host.cancel import CancelController
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, task_group, wait_for_file
 from tests.acp_provider._seams import close_protocol_on_prompt, decorated_spawn

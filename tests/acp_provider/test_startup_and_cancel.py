@@ -10,7 +10,8 @@ import anyio
 import pytest
 
 from host._exceptions import AcpRunFailure, AggregateError, ProcessTreeSurvivedError, StartAbortedError
-from host.acp_provider import AcpProvider, start_acp_run
+from host.acp_provider import AcpProvider
+from host.acp_provider._run import start_acp_run
 from host.cancel import CancelController
 from tests.acp_provider._helpers import (
     PROCESS_TIMEOUT_S,

@@ -11,7 +11,7 @@ import pytest
 
 from host._contracts import SubagentRun
 from host._exceptions import AcpRunFailure
-from host.acp_provider import start_acp_run
+from host.acp_provider._run import start_acp_run
 from host.cancel import CancelController
 from host.stream import ChunkFrame, EventFrame, StreamFrame
 from tests.acp_provider._helpers import (

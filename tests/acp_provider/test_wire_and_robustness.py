@@ -17,7 +17,8 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from host.acp_provider import AcpProvider, start_acp_run
+from host.acp_provider import AcpProvider
+from host.acp_provider._run import start_acp_run
 from host.cancel import CancelController
 from host.process import ProcessHandle, run_teardown_ladder, spawn_managed
 from host.stream import ChunkFrame, StreamFrame

@@ -8,7 +8,8 @@ import logging
 import anyio
 import pytest
 
-from host.cancel import CancelController, CancelSignal, cancel_scope_on, fuse
+from host.cancel import CancelController, CancelSignal, fuse
+from host.cancel._bridge import cancel_scope_on
 
 
 def test_cancel_sets_state_and_runs_listeners_in_registration_order() -> None:

@@ -17,16 +17,16 @@ import psutil
 from host import CancelController, Host, RunHooks, SubagentResult, load_config
 from host._contracts import SubagentRequest
 from host.diagnostics import (
-    DIAGNOSTIC_LIMIT_BYTES,
     AcpCategory,
     AcpStage,
     AcpStopReasonFact,
     AcpToolKind,
-    PermissionOutcome,
     PermissionPolicy,
     SdkCategory,
     SdkStage,
 )
+from host.diagnostics._lines import PermissionOutcome
+from host.diagnostics._result import DIAGNOSTIC_LIMIT_BYTES
 from tests._provider_helpers import SECRET_MARKERS, is_gone
 from tests.chaos._draws import TIMEOUT_MS, Draw
 from tests.conftest import PYTHON

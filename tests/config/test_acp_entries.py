@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from host import ConfigError
-from host.config import AcpEntryConfig, parse_config
+from host.config import AcpEntryConfig
+from host.config._loader import parse_config
 from tests.config._helpers import load_toml
 
 TIMER_KEYS = ["dispose_eof_grace_ms", "dispose_grace_ms", "timeout_ms"]

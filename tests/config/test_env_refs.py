@@ -7,7 +7,7 @@ import pytest
 
 from host import ConfigError
 from host._exceptions import UnsetHostVariableError
-from host.config import expand_env_references
+from host.config._env_refs import expand_env_references
 
 ENVIRON = {"HOME": "/private/path", "A_1": "one", "_U": "under", "EMPTY": ""}
 

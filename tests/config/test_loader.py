@@ -10,14 +10,8 @@ from typing import cast
 import pytest
 
 from host import ConfigError
-from host.config import (
-    BUILTIN_DESCRIPTION,
-    BUILTIN_SOURCE,
-    AcpEntryConfig,
-    builtin_config,
-    load_config,
-    parse_config,
-)
+from host.config import AcpEntryConfig, load_config
+from host.config._loader import BUILTIN_DESCRIPTION, BUILTIN_SOURCE, builtin_config, parse_config
 from tests.config._helpers import load_toml
 from tests.conftest import ECHO_AGENT
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import host.config
 from host.config import delegation_tool_name
+from host.config._lookup import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILENAME
 from tests.config._helpers import load_toml
 
 
@@ -41,5 +41,5 @@ def test_description_is_kept_verbatim_for_both_kinds(tmp_path: Path) -> None:
 
 
 def test_the_config_file_names_are_the_documented_ones() -> None:
-    assert host.config.CONFIG_ENV_VAR == "SUBAGENT_HOST_CONFIG"
-    assert host.config.DEFAULT_CONFIG_FILENAME == "subagent-host.toml"
+    assert CONFIG_ENV_VAR == "SUBAGENT_HOST_CONFIG"
+    assert DEFAULT_CONFIG_FILENAME == "subagent-host.toml"

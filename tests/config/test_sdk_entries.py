@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from host import ConfigError
-from host.config import SdkEntryConfig, parse_config
+from host.config import SdkEntryConfig
+from host.config._loader import parse_config
 from tests.config._helpers import load_toml
 
 GRACE_KEYS = ["shutdown_timeout_ms", "dispose_eof_grace_ms", "dispose_grace_ms", "initialize_timeout_ms"]

@@ -8,15 +8,8 @@ import pytest
 
 from host._exceptions import AggregateError
 from host.cancel import CancelController
-from host.diagnostics import (
-    JobOutcome,
-    SubagentResult,
-    job_outcome_of,
-    job_report_text,
-    settle_job_run,
-    settle_job_start,
-    status_line,
-)
+from host.diagnostics import JobOutcome, SubagentResult, settle_job_start, status_line
+from host.diagnostics._jobs import job_outcome_of, job_report_text, settle_job_run
 from tests.diagnostics._helpers import ScriptedRun
 
 

@@ -13,10 +13,10 @@ from host.diagnostics import (
     acp_failure_line,
     acp_run_failure,
     acp_tool_kind,
-    permission_line,
     sdk_failure_line,
     sdk_run_failure,
 )
+from host.diagnostics._lines import permission_line
 
 REMOTE_LIMIT = AcpFailureFacts("prompt", "remote-limit", stop_reason="max_turn_requests")
 REJECT_EDIT = PermissionDecision("reject", "edit", "denied")

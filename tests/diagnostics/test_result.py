@@ -6,7 +6,8 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from host.diagnostics import DIAGNOSTIC_LIMIT_BYTES, SubagentResult, limit_diagnostic
+from host.diagnostics import SubagentResult, limit_diagnostic
+from host.diagnostics._result import DIAGNOSTIC_LIMIT_BYTES
 
 SUFFIX = "\n[diagnostic truncated]"
 

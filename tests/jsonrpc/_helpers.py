@@ -17,7 +17,9 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from host.jsonrpc import MAX_LINE_BYTES, JsonRpcPeer, RequestHandler, RequestId
+from host.jsonrpc import MAX_LINE_BYTES, JsonRpcPeer
+from host.jsonrpc._framing import RequestId
+from host.jsonrpc._peer import RequestHandler
 
 
 class MemoryByteSendStream(ByteSendStream):

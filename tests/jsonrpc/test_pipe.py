@@ -12,7 +12,8 @@ import pytest
 from anyio.abc import Process
 
 from host._exceptions import ConnectionClosedError, PeerWriteError
-from host.jsonrpc import JsonRpcPeer, RequestHandler
+from host.jsonrpc import JsonRpcPeer
+from host.jsonrpc._peer import RequestHandler
 from tests.conftest import PYTHON
 
 CHILD = Path(__file__).with_name("pipe_child.py")

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from host.process import ProcessOutcome, build_child_env, scrub_environment
+from host.process import ProcessOutcome, build_child_env
+from host.process._env import scrub_environment
 
 
 def test_scrub_drops_credential_shaped_names_case_insensitively_by_substring() -> None:

@@ -15,7 +15,7 @@ from typing import Any, cast
 import anyio
 
 from host import CancelController, Host, RunHooks, ToolResult
-from host.config import parse_config
+from host.config._loader import parse_config
 from host.stream import ChunkFrame, StreamFrame
 from tests._provider_helpers import wait_for_ready_marker
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON

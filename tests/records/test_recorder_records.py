@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from host.diagnostics import PermissionDecision, SubagentResult
-from host.records import RunRecorder, RunStartFacts, TranscriptWriter, ensure_runs_dir
+from host.records._paths import ensure_runs_dir
+from host.records._recorder import RunRecorder, RunStartFacts
+from host.records._writer import TranscriptWriter
 from host.stream import RunJournal, TextDelta, ToolCallChunk
 from tests.records._helpers import read_jsonl
 

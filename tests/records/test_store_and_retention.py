@@ -12,18 +12,10 @@ from pathlib import Path
 import pytest
 
 from host._exceptions import ConfigError
-from host.config import parse_config
-from host.records import (
-    AmbiguousRunError,
-    RunNotFoundError,
-    TranscriptWriter,
-    ensure_runs_dir,
-    find_run,
-    list_runs,
-    prune_runs,
-    resolve_state_dir,
-)
-from host.records._writer import encode_line
+from host.config._loader import parse_config
+from host.records import AmbiguousRunError, RunNotFoundError, find_run, list_runs, prune_runs, resolve_state_dir
+from host.records._paths import ensure_runs_dir
+from host.records._writer import TranscriptWriter, encode_line
 
 
 def _write_run(runs: Path, run_id: str, minute: int, *, ended: bool, task: str = "task") -> TranscriptWriter:

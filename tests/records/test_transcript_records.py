@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from host import CancelController, Host, ToolSuccess
-from host.config import parse_config
+from host.config._loader import parse_config
 from host.stream import ChunkFrame
 from tests.records._helpers import PROCESS_TIMEOUT_S, acp_entry, read_jsonl, record_run, sdk_entry
 

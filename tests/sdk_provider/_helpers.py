@@ -17,7 +17,8 @@ import anyio
 from host._contracts import SubagentRequest, SubagentRun
 from host.config import SdkEntryConfig
 from host.diagnostics import SubagentResult
-from host.sdk_provider import ClientFactory, SdkClient, SdkRunSpec, start_sdk_run
+from host.sdk_provider._run import ClientFactory, start_sdk_run
+from host.sdk_provider.client import SdkClient, SdkRunSpec
 from tests._provider_helpers import PROCESS_TIMEOUT_S as PROCESS_TIMEOUT_S
 from tests._provider_helpers import SECRET_MARKERS as SECRET_MARKERS
 from tests._provider_helpers import RecordingSink as RecordingSink

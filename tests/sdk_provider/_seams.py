@@ -14,8 +14,8 @@ from anyio.abc import TaskGroup
 
 from host._exceptions import SdkProtocolError
 from host._json import ContentBlock
-from host.sdk_provider import ClientFactory, SdkClient, SdkClientLike, SdkRunSpec
-from host.sdk_provider.client import NotificationObserver, ServerInfo, SessionRunOutcome
+from host.sdk_provider._run import ClientFactory, SdkClientLike
+from host.sdk_provider.client import NotificationObserver, SdkClient, SdkRunSpec, ServerInfo, SessionRunOutcome
 from tests.conftest import REPO_ROOT
 
 CLEANUP_FAILURE = "cleanup failed /private/path SECRET_TOKEN"

@@ -19,9 +19,10 @@ from host._exceptions import (
     SdkProtocolError,
     TransportClosedError,
 )
-from host.config import SdkEntryConfig, parse_config
-from host.sdk_provider import SdkClient, SdkRunSpec, spec_of_entry
-from host.sdk_provider.client import SessionNotification
+from host.config import SdkEntryConfig
+from host.config._loader import parse_config
+from host.sdk_provider._provider import spec_of_entry
+from host.sdk_provider.client import SdkClient, SdkRunSpec, SessionNotification
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,

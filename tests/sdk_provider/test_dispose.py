@@ -10,7 +10,9 @@ import pytest
 
 from host._exceptions import SdkRunFailure, SubagentHostError
 from host.cancel import CancelController
-from host.sdk_provider import DshSdkProvider, SdkRunSpec, start_sdk_run
+from host.sdk_provider import DshSdkProvider
+from host.sdk_provider._run import start_sdk_run
+from host.sdk_provider.client import SdkRunSpec
 from host.stream import ChunkFrame, StreamFrame
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,

@@ -14,8 +14,16 @@ from host._exceptions import (
     SdkProtocolError,
     TransportClosedError,
 )
-from host.sdk_provider import OutputFold, SdkRunSpec, classify_error, map_turn_end, resolve_route, result_of_events
-from host.sdk_provider.client import MAX_CONTENT_DEPTH, is_receipt, message_id_of, server_info_of, validate_event
+from host.sdk_provider._mapping import OutputFold, classify_error, map_turn_end, result_of_events
+from host.sdk_provider._run import resolve_route
+from host.sdk_provider.client import SdkRunSpec
+from host.sdk_provider.client._validation import (
+    MAX_CONTENT_DEPTH,
+    is_receipt,
+    message_id_of,
+    server_info_of,
+    validate_event,
+)
 from tests.sdk_provider._helpers import D
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.sdk_provider import start_sdk_run
+from host.sdk_provider._run import start_sdk_run
 from host.stream import ChunkFrame, StreamFrame, TextDelta
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,

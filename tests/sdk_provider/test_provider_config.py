@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from host._exceptions import ConfigError
-from host.config import SdkEntryConfig, parse_config
-from host.sdk_provider import spec_of_entry
+from host.config import SdkEntryConfig
+from host.config._loader import parse_config
+from host.sdk_provider._provider import spec_of_entry
 
 PREFIX = "subagent-dsh-sdk: "
 

@@ -13,9 +13,11 @@ import anyio
 import pytest
 
 from host._contracts import AgentOptions
-from host.config import SdkEntryConfig, parse_config
-from host.sdk_provider import DshSdkProvider, start_sdk_run
+from host.config import SdkEntryConfig
+from host.config._loader import parse_config
+from host.sdk_provider import DshSdkProvider
 from host.sdk_provider._provider import spec_of_entry
+from host.sdk_provider._run import start_sdk_run
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,

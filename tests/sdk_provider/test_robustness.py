@@ -10,8 +10,9 @@ import anyio
 import pytest
 
 from host._exceptions import AggregateError, SdkRunFailure, TransportClosedError
-from host.sdk_provider import DshSdkProvider, start_sdk_run
-from host.sdk_provider.client import STDERR_TAIL_LINES
+from host.sdk_provider import DshSdkProvider
+from host.sdk_provider._run import start_sdk_run
+from host.sdk_provider.client._client import STDERR_TAIL_LINES
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
     D,

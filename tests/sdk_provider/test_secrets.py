@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from host._exceptions import SdkRunFailure
-from host.sdk_provider import start_sdk_run
+from host.sdk_provider._run import start_sdk_run
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
     D,

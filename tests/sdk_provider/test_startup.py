@@ -12,7 +12,9 @@ import pytest
 from host._contracts import SubagentRun
 from host._exceptions import AggregateError, RequestTimeoutError, SdkRunFailure, StartAbortedError
 from host.cancel import CancelController
-from host.sdk_provider import DshSdkProvider, SdkRunSpec, start_sdk_run
+from host.sdk_provider import DshSdkProvider
+from host.sdk_provider._run import start_sdk_run
+from host.sdk_provider.client import SdkRunSpec
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
     R,

@@ -10,8 +10,9 @@ import pytest
 
 from host._exceptions import SdkRunFailure
 from host.cancel import CancelController
-from host.sdk_provider import start_sdk_run
-from host.stream import BlockEnd, ChunkFrame, EventFrame, StreamFrame, TextDelta
+from host.sdk_provider._run import start_sdk_run
+from host.stream import ChunkFrame, EventFrame, StreamFrame, TextDelta
+from host.stream._chunks import BlockEnd
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
     D,

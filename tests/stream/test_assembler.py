@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from host.stream import BlockAssembler, BlockEnd, BlockStart, ReasoningDelta, StreamChunk, TextDelta, ToolCallChunk
+from host.stream import BlockAssembler, ReasoningDelta, StreamChunk, TextDelta, ToolCallChunk
+from host.stream._chunks import BlockEnd, BlockStart
 
 
 def assembled(*chunks: StreamChunk) -> BlockAssembler:

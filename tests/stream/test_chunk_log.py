@@ -11,8 +11,6 @@ import pytest
 
 from host.diagnostics import SubagentResult
 from host.stream import (
-    BlockEnd,
-    BlockStart,
     ChunkFrame,
     EventFrame,
     ReasoningDelta,
@@ -22,7 +20,7 @@ from host.stream import (
     TextDelta,
     ToolCallChunk,
 )
-from host.stream._chunks import text_delta
+from host.stream._chunks import BlockEnd, BlockStart, text_delta
 from host.stream._log import ChunkLog
 
 MIXED: list[StreamChunk] = [

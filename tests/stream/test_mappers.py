@@ -7,8 +7,6 @@ from typing import Any
 from host.stream import (
     AcpChunkMapper,
     BlockAssembler,
-    BlockEnd,
-    BlockStart,
     ReasoningDelta,
     SdkChunkMapper,
     StreamChunk,
@@ -16,6 +14,7 @@ from host.stream import (
     ToolCallChunk,
     stream_chunk_adapter,
 )
+from host.stream._chunks import BlockEnd, BlockStart
 
 
 def message(text: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import psutil
 
 from host import HostConfig, ToolResult
-from host.config import parse_config
+from host.config._loader import parse_config
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
 
 # Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.

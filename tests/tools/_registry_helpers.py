@@ -11,7 +11,8 @@ from pydantic import TypeAdapter
 
 from host._json import ContentBlock, JsonValue
 from host.cancel import CancelController, CancelSignal
-from host.tools import (
+from host.tools import ToolExecutionInput, ToolRegistry, ToolResult, ToolRunContext, install_timeout_policy
+from host.tools._types import (
     Accept,
     ExecuteNext,
     FinalizeContent,
@@ -22,12 +23,7 @@ from host.tools import (
     ToolDefinition,
     ToolDispatchExecution,
     ToolExecution,
-    ToolExecutionInput,
     ToolOutput,
-    ToolRegistry,
-    ToolResult,
-    ToolRunContext,
-    install_timeout_policy,
 )
 
 Body = Callable[[JsonValue, ToolRunContext], Awaitable[JsonValue]]

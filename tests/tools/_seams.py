@@ -13,7 +13,7 @@ from anyio.abc import TaskGroup
 from host import CancelController
 from host._contracts import Capabilities, SubagentRequest, SubagentRun
 from host._exceptions import ProcessTreeSurvivedError
-from host.acp_provider import AcpRunSpec, start_acp_run
+from host.acp_provider._run import AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
 from host.stream import ProviderKind
 from host.tools import (

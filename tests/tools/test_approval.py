@@ -9,7 +9,8 @@ import anyio
 import pytest
 
 from host.cancel import CancelController
-from host.tools import (
+from host.tools import ToolRegistry, ToolResult
+from host.tools._types import (
     ApprovalOutcome,
     ApprovalRequest,
     ApprovalService,
@@ -18,8 +19,6 @@ from host.tools import (
     PreExecuteDecision,
     PreExecuteNext,
     ToolExecution,
-    ToolRegistry,
-    ToolResult,
 )
 from tests.tools._registry_helpers import (
     ABORTED_BEFORE_DISPATCH,

@@ -13,7 +13,8 @@ import pytest
 from host._exceptions import CodedError
 from host._json import JsonValue
 from host.cancel import CancelController, CancelSignal
-from host.tools import (
+from host.tools import ToolRegistry, ToolResult, ToolRunContext, ToolSuccess
+from host.tools._types import (
     Accept,
     Deny,
     ExecuteNext,
@@ -23,10 +24,6 @@ from host.tools import (
     PreExecuteNext,
     ToolDispatchExecution,
     ToolExecution,
-    ToolRegistry,
-    ToolResult,
-    ToolRunContext,
-    ToolSuccess,
 )
 from tests.tools._registry_helpers import (
     ABORTED,

@@ -18,7 +18,8 @@ from trio.testing import MockClock
 from host._exceptions import CodedError
 from host._json import ContentBlock, JsonValue
 from host.cancel import CancelController, CancelSignal, fuse
-from host.tools import (
+from host.tools import ToolFailure, ToolRegistry, ToolResult, ToolRunContext, ToolSuccess, install_timeout_policy
+from host.tools._types import (
     Allow,
     Deny,
     ExecuteNext,
@@ -28,12 +29,6 @@ from host.tools import (
     PreExecuteNext,
     ToolDispatchExecution,
     ToolExecution,
-    ToolFailure,
-    ToolRegistry,
-    ToolResult,
-    ToolRunContext,
-    ToolSuccess,
-    install_timeout_policy,
 )
 from tests.tools._registry_helpers import call, make_tool
 

@@ -13,18 +13,10 @@ from pydantic import BaseModel, TypeAdapter
 from host._exceptions import CodedError
 from host._json import ContentBlock, JsonValue
 from host.cancel import CancelController
-from host.tools import (
-    ToolDefinition,
-    ToolExecution,
-    ToolFailure,
-    ToolOutput,
-    ToolRegistry,
-    ToolResult,
-    ToolRunContext,
-    ToolSuccess,
-    define_tool,
-    tool_failure_from_exception,
-)
+from host.tools import ToolFailure, ToolRegistry, ToolResult, ToolRunContext, ToolSuccess
+from host.tools._define import define_tool
+from host.tools._results import tool_failure_from_exception
+from host.tools._types import ToolDefinition, ToolExecution, ToolOutput
 from tests.tools._registry_helpers import HI, STRING_OUTPUT, Phases, call, error_json, instrument, make_tool, text
 
 TIMEOUT_RANGE = "timeout_ms must be a positive finite number no greater than 2147483647"

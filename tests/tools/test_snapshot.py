@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from host.tools import NOT_LOSSLESS, snapshot_json
+from host.tools._snapshot import NOT_LOSSLESS, snapshot_json
 
 
 def test_snapshot_copies_json_values_and_turns_tuples_into_lists() -> None:

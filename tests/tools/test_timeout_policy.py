@@ -14,15 +14,8 @@ import pytest
 from host._exceptions import CodedError
 from host._json import JsonValue
 from host.cancel import CancelController, CancelSignal
-from host.tools import (
-    ExecuteNext,
-    ToolDispatchExecution,
-    ToolExecutionInput,
-    ToolRegistry,
-    ToolResult,
-    ToolRunContext,
-    install_timeout_policy,
-)
+from host.tools import ToolExecutionInput, ToolRegistry, ToolResult, ToolRunContext, install_timeout_policy
+from host.tools._types import ExecuteNext, ToolDispatchExecution
 from tests.tools._registry_helpers import (
     ABORTED,
     HI,

@@ -13,7 +13,8 @@ from pydantic import TypeAdapter
 from host._exceptions import CodedError
 from host._json import ContentBlock, JsonValue
 from host.cancel import CancelController
-from host.tools import (
+from host.tools import ToolRegistry, ToolResult, ToolRunContext, ToolSuccess
+from host.tools._types import (
     Accept,
     Block,
     Deny,
@@ -25,10 +26,6 @@ from host.tools import (
     ToolDispatchExecution,
     ToolExecution,
     ToolOutput,
-    ToolRegistry,
-    ToolResult,
-    ToolRunContext,
-    ToolSuccess,
 )
 from tests.tools._registry_helpers import (
     ABORTED_BEFORE_DISPATCH,

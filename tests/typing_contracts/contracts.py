@@ -8,7 +8,8 @@ pyright on this file and asserts that errors occur on exactly those lines.
 from __future__ import annotations
 
 from host.cancel import CancelController, CancelSignal
-from host.tools import ToolDispatchExecution, ToolExecution, ToolExecutionInput, ToolRunContext
+from host.tools import ToolExecutionInput, ToolRunContext
+from host.tools._types import ToolDispatchExecution, ToolExecution
 
 
 def input_requires_a_signal() -> None:
