@@ -186,11 +186,6 @@ class Host:
         """The providers, keyed by entry name, in config order."""
         return MappingProxyType(self._providers)
 
-    @property
-    def registry(self) -> ToolRegistry:
-        """The tool registry (the timeout policy is its outermost ``tools/execute`` wrapper)."""
-        return self._registry
-
     def tools(self) -> list[dict[str, Any]]:
         """The model-visible tool list: ``{name, description, parameters}`` per tool."""
         return self._registry.schemas()

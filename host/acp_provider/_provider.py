@@ -24,7 +24,7 @@ from host.process import ProcessHandle, spawn_managed
 __all__ = ["HOST_LOGGER_NAME", "AcpProvider"]
 
 HOST_LOGGER_NAME: Final = "host.acp_provider"
-"""The logger that receives the provider's host lines unless another one is passed."""
+"""The logger that receives the provider's host lines."""
 
 
 def _configuration_failure(raw: ConfigError) -> SubagentHostError:
@@ -34,17 +34,16 @@ def _configuration_failure(raw: ConfigError) -> SubagentHostError:
 class AcpProvider(Provider):
     """Runs each request in a fresh ACP child (one process per run, no reuse)."""
 
-    def __init__(self, entry: AcpEntryConfig, *, task_group: TaskGroup, logger: logging.Logger | None = None) -> None:
+    def __init__(self, entry: AcpEntryConfig, *, task_group: TaskGroup) -> None:
         """Bind the provider to a validated entry and the host's task group.
 
         Args:
             entry: the validated config entry (absolute ``cwd`` if configured, expanded ``env``).
             task_group: owns every run's connection and prompt tasks.
-            logger: the host logger; ``host.acp_provider`` by default.
         """
         self._config = entry
         self._task_group = task_group
-        self._logger = logger if logger is not None else logging.getLogger(HOST_LOGGER_NAME)
+        self._logger = logging.getLogger(HOST_LOGGER_NAME)
         self._entry: EntryProvider[AcpRun] = EntryProvider(
             entry.name,
             configured_cwd=entry.cwd,

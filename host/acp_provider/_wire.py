@@ -20,7 +20,6 @@ __all__ = [
     "as_object",
     "cancelled_answer",
     "choose_permission",
-    "content_text",
     "map_stop_reason",
     "prompt_text_blocks",
     "session_id_of",
@@ -69,16 +68,6 @@ def map_stop_reason(result: object) -> tuple[str, AcpStopReasonFact | None]:
     if isinstance(raw, str) and raw in _STOP_REASONS:
         return _STOP_REASONS[raw], ("max_turn_requests" if raw == "max_turn_requests" else None)
     return "error", "unknown"
-
-
-def content_text(content: object) -> str:
-    """The text of a ``{"type": "text", "text": ...}`` content block, else ``""``."""
-    obj = as_object(content)
-    if obj is not None and obj.get("type") == "text":
-        text = obj.get("text")
-        if isinstance(text, str):
-            return text
-    return ""
 
 
 def update_of(params: Mapping[str, object]) -> Mapping[str, object] | None:

@@ -6,7 +6,7 @@ non-aggregate start failure after cancellation as a clean kill. Neither raises f
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
@@ -20,7 +20,6 @@ __all__ = [
     "JobOutcome",
     "JobStatus",
     "job_outcome_of",
-    "job_report_text",
     "settle_job_run",
     "settle_job_start",
     "status_line",
@@ -46,9 +45,6 @@ class JobOutcome:
     """Why a job failed: a stop reason, a diagnostic, or a described error."""
 
 
-OnReport: TypeAlias = Callable[[JobOutcome], None]
-
-
 def job_outcome_of(result: SubagentResult) -> JobOutcome:
     """Map a settled result onto a job outcome; partial output of a failed job is not reported."""
     if result.stop_reason == "completed":
@@ -63,8 +59,8 @@ def job_outcome_of(result: SubagentResult) -> JobOutcome:
     return JobOutcome("failed", detail=result.stop_reason)
 
 
-async def settle_job_run(run: SettleableRun, on_report: OnReport | None = None) -> JobOutcome:
-    """Map the run's result, dispose the run, then report the outcome (dispose always happens first)."""
+async def settle_job_run(run: SettleableRun) -> JobOutcome:
+    """Map the run's result, dispose the run, then return the outcome (dispose always happens first)."""
     try:
         outcome = job_outcome_of(await run.result())
     except Exception as exc:  # result() must never raise; an infrastructure fault is a failed job
@@ -74,14 +70,10 @@ async def settle_job_run(run: SettleableRun, on_report: OnReport | None = None) 
     except Exception as exc:
         prior = outcome.detail + "; " if outcome.detail else ""
         outcome = JobOutcome("failed", detail=prior + _DISPOSE_FAILED + describe_error(exc))
-    if on_report is not None:
-        on_report(outcome)
     return outcome
 
 
-async def settle_job_start(
-    start: Awaitable[SettleableRun], signal: CancelFlag, on_report: OnReport | None = None
-) -> JobOutcome:
+async def settle_job_start(start: Awaitable[SettleableRun], signal: CancelFlag) -> JobOutcome:
     """Await a job's ``provider.start``, then settle the run; a failed start becomes ``killed`` or ``failed``.
 
     A start that raised after the job's signal was cancelled is ``killed``, unless it raised an ``AggregateError``
@@ -94,10 +86,8 @@ async def settle_job_start(
             outcome = JobOutcome("killed")
         else:
             outcome = JobOutcome("failed", detail=describe_error(exc))
-        if on_report is not None:
-            on_report(outcome)
         return outcome
-    return await settle_job_run(run, on_report)
+    return await settle_job_run(run)
 
 
 def status_line(outcome: JobOutcome) -> str:
@@ -105,10 +95,3 @@ def status_line(outcome: JobOutcome) -> str:
     if outcome.detail:
         return f"[status: {outcome.status}, {outcome.detail}]"
     return f"[status: {outcome.status}]"
-
-
-def job_report_text(outcome: JobOutcome) -> str:
-    """Return how a job outcome is shown: ``<output>\\n<status line>`` when completed, else the status line."""
-    if outcome.status == "completed" and outcome.output is not None:
-        return outcome.output + "\n" + status_line(outcome)
-    return status_line(outcome)

@@ -56,25 +56,20 @@ def scrub_environment(
     return {name: value for name, value in ambient.items() if not is_scrubbed(name)}
 
 
-def scrubbed_names(explicit: Mapping[str, str], ambient: Mapping[str, str] | None = None) -> list[str]:
-    """The ambient names the scrub removed that ``explicit`` does not pass back, sorted (names only, never values)."""
-    source = os.environ if ambient is None else ambient
-    return sorted(name for name in source if is_scrubbed(name) and name not in explicit)
+def scrubbed_names(explicit: Mapping[str, str]) -> list[str]:
+    """The host variables the scrub removed that ``explicit`` does not pass back, sorted (names only, never values)."""
+    return sorted(name for name in os.environ if is_scrubbed(name) and name not in explicit)
 
 
 def build_child_env(
-    explicit: Mapping[str, str],
-    ambient: Mapping[str, str] | None = None,
-    *,
-    inherit: Literal["scrubbed", "minimal"] = "scrubbed",
+    explicit: Mapping[str, str], *, inherit: Literal["scrubbed", "minimal"] = "scrubbed"
 ) -> dict[str, str]:
-    """Build a child's environment: the filtered ambient environment with ``explicit`` set on top.
+    """Build a child's environment: the filtered host environment (``os.environ``) with ``explicit`` set on top.
 
     Args:
         explicit: Configured entries (already ``${NAME}``-expanded); they win even for credential-shaped names.
-        ambient: The environment to filter; ``os.environ`` when ``None``.
         inherit: The entry's ``inherit_env``.
     """
-    env = scrub_environment(os.environ if ambient is None else ambient, inherit=inherit)
+    env = scrub_environment(os.environ, inherit=inherit)
     env.update(explicit)
     return env

@@ -108,11 +108,6 @@ class SharedTeardown:
         self._error: BaseException | None = None
 
     @property
-    def started(self) -> bool:
-        """Whether :meth:`run` was called."""
-        return self._done is not None
-
-    @property
     def finished(self) -> bool:
         """Whether the teardown has completed (successfully or not)."""
         return self._done is not None and self._done.is_set()

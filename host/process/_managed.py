@@ -98,11 +98,6 @@ class ManagedProcess(ProcessHandle):
         return self._stdout
 
     @property
-    def grace_ms(self) -> float:
-        """The signal grace: SIGTERM → SIGKILL, and SIGKILL → giving up on the reap."""
-        return self._grace_ms
-
-    @property
     def outcome(self) -> ProcessOutcome | None:
         """The direct child's exit facts, once its exit was observed."""
         if self._outcome is None:

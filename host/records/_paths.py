@@ -7,7 +7,6 @@ and child output. ``os.open`` with ``O_EXCL`` never follows or reuses an existin
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
@@ -31,12 +30,11 @@ _DIR_MODE: Final = 0o700
 _FILE_MODE: Final = 0o600
 
 
-def resolve_state_dir(explicit: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Path:
+def resolve_state_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The absolute state directory: ``explicit``, else ``$SUBAGENT_HOST_STATE_DIR``, else the user state dir."""
-    environ = os.environ if environ is None else environ
     if explicit is not None:
         return Path(os.path.abspath(os.fspath(explicit)))
-    from_env = environ.get(STATE_DIR_ENV_VAR)
+    from_env = os.environ.get(STATE_DIR_ENV_VAR)
     if from_env:
         return Path(os.path.abspath(from_env))
     return Path(platformdirs.user_state_dir(APP_NAME, appauthor=False))

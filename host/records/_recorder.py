@@ -93,7 +93,6 @@ class RunRecorder:
         self._seq = 0
         self._pending: _Pending | None = None
         self._started_at = 0.0
-        self._ended = False
 
     @property
     def run_id(self) -> str | None:
@@ -104,11 +103,6 @@ class RunRecorder:
     def writer(self) -> TranscriptWriter | None:
         """The open transcript file, if any."""
         return self._writer
-
-    @property
-    def ended(self) -> bool:
-        """Whether ``run/end`` was recorded."""
-        return self._ended
 
     def on_frame(self, frame: StreamFrame) -> None:
         """Record one frame (a synchronous observer, like every ``on_frame``)."""
@@ -191,7 +185,6 @@ class RunRecorder:
             end["exit_code" if outcome.exit_code is not None else "signal"] = (
                 outcome.exit_code if outcome.exit_code is not None else outcome.signal
             )
-        self._ended = True
         self._emit("run/end", end)
 
     def _emit(self, record_type: str, data: dict[str, Any], *, at: str | None = None) -> None:

@@ -24,7 +24,7 @@ from host.sdk_provider.client import SdkClient, SdkRunSpec
 __all__ = ["HOST_LOGGER_NAME", "DshSdkProvider", "spec_of_entry"]
 
 HOST_LOGGER_NAME: Final = "host.sdk_provider"
-"""The logger that receives the provider's host lines unless another one is passed."""
+"""The logger that receives the provider's host lines."""
 
 
 def spec_of_entry(entry: SdkEntryConfig, cwd: str) -> SdkRunSpec:
@@ -58,7 +58,6 @@ class DshSdkProvider(Provider):
         entry: SdkEntryConfig,
         *,
         task_group: TaskGroup,
-        logger: logging.Logger | None = None,
         client_factory: ClientFactory = SdkClient,
     ) -> None:
         """Bind the provider to a validated entry and the host's task group.
@@ -66,7 +65,6 @@ class DshSdkProvider(Provider):
         Args:
             entry: the validated config entry (absolute ``cwd`` if configured, expanded ``env``).
             task_group: owns every run's background tasks.
-            logger: the host logger; ``host.sdk_provider`` by default.
             client_factory: builds each run's client (a test seam; ``SdkClient`` by default).
         """
         self._config = entry
@@ -75,7 +73,7 @@ class DshSdkProvider(Provider):
         self._entry: EntryProvider[SdkRun] = EntryProvider(
             entry.name,
             configured_cwd=entry.cwd,
-            logger=logger if logger is not None else logging.getLogger(HOST_LOGGER_NAME),
+            logger=logging.getLogger(HOST_LOGGER_NAME),
             prefix="subagent-dsh-sdk",
             start_aborted_message=START_ABORTED_MESSAGE,
             configuration_failure=_configuration_failure,

@@ -109,24 +109,9 @@ class RunJournal:
         self._finished = False
 
     @property
-    def run_id(self) -> str:
-        """The run id every frame carries."""
-        return self._run_id
-
-    @property
     def frozen(self) -> bool:
         """Whether the run's outcome is fixed: no chunk is recorded or delivered any more."""
         return self._frozen
-
-    @property
-    def stream(self) -> tuple[StreamChunk, ...]:
-        """The chunks delivered so far, in order (built on each read)."""
-        return tuple(self._stream)
-
-    @property
-    def assembler(self) -> BlockAssembler:
-        """The assembler fed with exactly the delivered chunks."""
-        return self._assembler
 
     @property
     def transcript(self) -> tuple[TranscriptEvent, ...]:

@@ -137,15 +137,12 @@ class JobRunner:
         self._listener_keys = itertools.count()
         self._closed = False
 
-    def start(
-        self, label: str, starter: JobStarter, *, kind: str = JOB_KIND_SUBAGENT, timeout_ms: float | None = None
-    ) -> str:
-        """Start a job whose run comes from ``starter``; return its id (``<kind>-<n>``) at once.
+    def start(self, label: str, starter: JobStarter, *, timeout_ms: float | None = None) -> str:
+        """Start a job whose run comes from ``starter``; return its id (``subagent-<n>``) at once.
 
         Args:
             label: the one-line label shown by ``job_list`` and the completion notice.
             starter: starts the run with the job's signal.
-            kind: the job kind.
             timeout_ms: the job's budget; when it expires the job settles ``failed`` with the timeout text.
 
         Raises:
@@ -153,8 +150,8 @@ class JobRunner:
         """
         if self._closed:
             raise SubagentHostError(_RUNNER_CLOSED)
-        number = next(self._counters.setdefault(kind, itertools.count(1)))
-        job = _Job(id=f"{kind}-{number}", kind=kind, label=label)
+        number = next(self._counters.setdefault(JOB_KIND_SUBAGENT, itertools.count(1)))
+        job = _Job(id=f"{JOB_KIND_SUBAGENT}-{number}", kind=JOB_KIND_SUBAGENT, label=label)
         self._jobs[job.id] = job
         self._task_group.start_soon(self._run_job, job, starter, timeout_ms, name=f"subagent job {job.id}")
         return job.id
@@ -221,14 +218,6 @@ class JobRunner:
             return NO_BACKGROUND_JOBS
         return "\n".join(f"{job.id} [{job.kind}] {job.status} — {job.label}" for job in self._jobs.values())
 
-    def outcome(self, job_id: str) -> JobOutcome | None:
-        """The job's outcome, or ``None`` while it is still running.
-
-        Raises:
-            JobNotFoundError: no job has that id.
-        """
-        return self._job(job_id).outcome
-
     async def wait(self, job_id: str) -> JobOutcome:
         """Wait until the job settled (its run disposed) and return its outcome.
 
@@ -250,14 +239,14 @@ class JobRunner:
 
         return remove
 
-    def cancel_all(self, reason: str = JOB_KILL_REASON) -> None:
+    def cancel_all(self) -> None:
         """Kill every live job now, without waiting (``aclose`` waits); no completion notice follows."""
         for job in self._jobs.values():
             if job.outcome is None:
                 # Nobody is left to read a notice for a job torn down with its owner.
                 job.reported = True
                 job.stopping = True
-                job.controller.cancel(reason)
+                job.controller.cancel(JOB_KILL_REASON)
 
     async def aclose(self) -> None:
         """Kill every live job and wait until each settled, shielded and bounded. Later ``start`` calls raise."""
@@ -296,11 +285,6 @@ class JobRunner:
             self._retain_finished(job)
         if not job.reported:
             self._announce(job)
-
-    @property
-    def retained_finished(self) -> tuple[int, int]:
-        """``(finished jobs kept, UTF-8 bytes of their texts)``."""
-        return len(self._finished), self._finished_bytes
 
     def _retain_finished(self, job: _Job) -> None:
         outcome = job.outcome

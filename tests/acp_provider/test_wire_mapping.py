@@ -6,7 +6,6 @@ import pytest
 
 from host.acp_provider._wire import (
     choose_permission,
-    content_text,
     map_stop_reason,
     prompt_text_blocks,
     session_id_of,
@@ -39,13 +38,6 @@ def test_only_max_turn_requests_carries_a_stop_reason_fact_among_known_values() 
 @pytest.mark.parametrize("result", [{"stopReason": "something-new"}, {}, {"stopReason": 7}, None, [], "end_turn"])
 def test_unknown_missing_or_non_string_stop_reasons_are_error_with_unknown_fact(result: object) -> None:
     assert map_stop_reason(result) == ("error", "unknown")
-
-
-def test_content_text_reads_only_text_blocks() -> None:
-    assert content_text({"type": "text", "text": "hi"}) == "hi"
-    assert content_text({"type": "image", "data": "AAAA", "mimeType": "image/png"}) == ""
-    assert content_text({"type": "text", "text": 5}) == ""
-    assert content_text(None) == ""
 
 
 def test_prompt_translation_keeps_text_blocks_in_order_and_drops_the_rest() -> None:

@@ -9,7 +9,7 @@ import pytest
 from host._exceptions import AggregateError
 from host.cancel import CancelController
 from host.diagnostics import JobOutcome, SubagentResult, settle_job_start, status_line
-from host.diagnostics._jobs import job_outcome_of, job_report_text, settle_job_run
+from host.diagnostics._jobs import job_outcome_of, settle_job_run
 from tests.diagnostics._helpers import ScriptedRun
 
 
@@ -51,7 +51,8 @@ async def test_the_run_is_disposed_before_the_outcome_is_reported() -> None:
     run = ScriptedRun(result_value=partial("completed"))
 
     with anyio.fail_after(5):
-        outcome = await settle_job_run(run, on_report=lambda _: run.calls.append("reported"))
+        outcome = await settle_job_run(run)
+    run.calls.append("reported")
 
     assert run.calls == ["result", "dispose", "reported"]
     assert outcome == JobOutcome("completed", output="partial")
@@ -129,15 +130,10 @@ async def test_start_raising_an_aggregate_after_cancel_stays_failed() -> None:
 
 @pytest.mark.anyio
 async def test_start_raising_without_cancel_is_failed_and_reported() -> None:
-    reported: list[JobOutcome] = []
-
     with anyio.fail_after(5):
-        outcome = await settle_job_start(
-            failing_start(RuntimeError("setup failed")), CancelController().signal, reported.append
-        )
+        outcome = await settle_job_start(failing_start(RuntimeError("setup failed")), CancelController().signal)
 
     assert outcome == JobOutcome("failed", detail="RuntimeError: setup failed")
-    assert reported == [outcome]
 
 
 @pytest.mark.anyio
@@ -157,10 +153,6 @@ async def test_successful_start_settles_the_run() -> None:
 def test_status_lines() -> None:
     assert status_line(JobOutcome("killed")) == "[status: killed]"
     assert status_line(JobOutcome("failed", detail="error; diagnostic: x")) == "[status: failed, error; diagnostic: x]"
-    assert job_report_text(JobOutcome("completed", output="background answer")) == (
-        "background answer\n[status: completed]"
-    )
-    assert job_report_text(JobOutcome("killed")) == "[status: killed]"
 
 
 def test_status_line_of_the_sdk_child_error_example() -> None:

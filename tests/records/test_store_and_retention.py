@@ -70,11 +70,12 @@ def test_a_unique_prefix_finds_a_run_and_an_ambiguous_one_lists_the_candidates(t
         find_run(tmp_path, "zzz")
 
 
-def test_state_dir_resolution_order(tmp_path: Path) -> None:
-    env = {"SUBAGENT_HOST_STATE_DIR": str(tmp_path / "from-env")}
-    assert resolve_state_dir(tmp_path / "explicit", env) == tmp_path / "explicit"
-    assert resolve_state_dir(None, env) == tmp_path / "from-env"
-    default = resolve_state_dir(None, {})
+def test_state_dir_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUBAGENT_HOST_STATE_DIR", str(tmp_path / "from-env"))
+    assert resolve_state_dir(tmp_path / "explicit") == tmp_path / "explicit"
+    assert resolve_state_dir(None) == tmp_path / "from-env"
+    monkeypatch.delenv("SUBAGENT_HOST_STATE_DIR")
+    default = resolve_state_dir(None)
     assert default.name == "subagent-host" and default.is_absolute()
 
 

@@ -78,7 +78,7 @@ def test_the_transcript_stream_equals_the_chunk_frames_and_serializes_as_a_list(
     message = journal.transcript[1]
     live = [frame.chunk for frame in frames if isinstance(frame, ChunkFrame)]
     assert message.data["stream"] == live == MIXED
-    assert journal.stream == tuple(MIXED)
+    assert tuple(message.data["stream"]) == tuple(MIXED)
     dumped = json.loads(message.model_dump_json())
     assert dumped["data"]["stream"] == [chunk.model_dump() for chunk in MIXED]
     assert message.model_dump()["data"]["stream"] == [chunk.model_dump() for chunk in MIXED]

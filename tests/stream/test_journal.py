@@ -136,7 +136,10 @@ def test_completed_run_appends_a_plain_message_without_interrupted() -> None:
 
     message = journal.transcript[1]
     assert message.type == "assistant/message"
-    assert message.data == {"content": [{"type": "text", "text": "mock child answer"}], "stream": [journal.stream[0]]}
+    assert message.data == {
+        "content": [{"type": "text", "text": "mock child answer"}],
+        "stream": [TextDelta(index=0, text="mock child answer")],
+    }
     assert journal.transcript[2].data == {"stop_reason": "completed"}
 
 
