@@ -19,10 +19,21 @@ from host._exceptions import (
 )
 from host._host import Host
 from host.cancel import CancelController, CancelSignal
-from host.config import HostConfig, delegation_tool_name, load_config
+from host.config import AcpEntryConfig, EntryConfig, HostConfig, SdkEntryConfig, delegation_tool_name, load_config
 from host.diagnostics import JobOutcome, SubagentResult, foreground_failure_message, text_of
 from host.process import adopt_orphans, reap_orphans
-from host.stream import ChunkFrame, StreamFrame, TextDelta
+from host.records import resolve_state_dir
+from host.stream import (
+    BlockEnd,
+    BlockStart,
+    ChunkFrame,
+    EventFrame,
+    ReasoningDelta,
+    StreamChunk,
+    StreamFrame,
+    TextDelta,
+    ToolCallChunk,
+)
 from host.tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
@@ -37,24 +48,33 @@ __all__ = [
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
+    "AcpEntryConfig",
     "AcpRunFailure",
     "AggregateError",
+    "BlockEnd",
+    "BlockStart",
     "CancelController",
     "CancelSignal",
     "ChunkFrame",
     "CodedError",
     "ConfigError",
+    "EntryConfig",
+    "EventFrame",
     "Host",
     "HostConfig",
     "JobOutcome",
+    "ReasoningDelta",
     "RunHooks",
+    "SdkEntryConfig",
     "SdkRunFailure",
     "StartAbortedError",
+    "StreamChunk",
     "StreamFrame",
     "SubagentHostError",
     "SubagentResult",
     "SubagentRunError",
     "TextDelta",
+    "ToolCallChunk",
     "ToolFailure",
     "ToolResult",
     "ToolSuccess",
@@ -64,5 +84,6 @@ __all__ = [
     "foreground_failure_message",
     "load_config",
     "reap_orphans",
+    "resolve_state_dir",
     "text_of",
 ]

@@ -11,9 +11,8 @@ import re
 import shutil
 from typing import Final
 
-from host._json import format_ms
-from host.config import EntryConfig
-from host.process import scrubbed_names
+from host import EntryConfig
+from host.cli._internals import format_ms, scrubbed_names
 
 __all__ = ["hints_for"]
 

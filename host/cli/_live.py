@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from host.records import THINKING_HEADER, neutralise, tool_line
-from host.stream import ReasoningDelta, StreamChunk, ToolCallChunk
+from host import ReasoningDelta, StreamChunk, ToolCallChunk
+from host.cli._render import THINKING_HEADER, neutralise, tool_line
 
 __all__ = ["LiveDetail"]
 

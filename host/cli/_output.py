@@ -22,7 +22,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from host.records import neutralise
+from host.cli._render import neutralise
 
 __all__ = ["Output", "neutralise"]
 

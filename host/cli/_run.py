@@ -19,10 +19,31 @@ from typing import Any, Final
 
 import anyio
 
-from host._exceptions import ConfigError
-from host._host import Host
-from host.cancel import CancelController
+from host import (
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_TIMEOUT,
+    CancelController,
+    ChunkFrame,
+    ConfigError,
+    EntryConfig,
+    EventFrame,
+    Host,
+    RunHooks,
+    StreamFrame,
+    SubagentResult,
+    TextDelta,
+    ToolFailure,
+    ToolResult,
+    adopt_orphans,
+    delegation_tool_name,
+    foreground_failure_message,
+    reap_orphans,
+    resolve_state_dir,
+    text_of,
+)
 from host.cli._hints import hints_for
+from host.cli._internals import encode_line
 from host.cli._live import LiveDetail
 from host.cli._output import Output
 from host.cli._select import UsageError, choose_provider, config_error_text, load, with_overrides, workspace
@@ -37,12 +58,6 @@ from host.cli._support import (
     usage_failure,
     watch_signals,
 )
-from host.config import EntryConfig, delegation_tool_name
-from host.diagnostics import SubagentResult, foreground_failure_message, text_of
-from host.process import adopt_orphans, reap_orphans
-from host.records import encode_line, resolve_state_dir
-from host.stream import ChunkFrame, EventFrame, StreamFrame, TextDelta
-from host.tools import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
 
 __all__ = ["EXIT_TIMEOUT", "run_task"]
 

@@ -17,21 +17,18 @@ from typing import Any, Final, cast
 import pydantic
 
 from host._exceptions import ConfigError
+from host.cli._render import STOPPED_MARKER, THINKING_HEADER, neutralise, tool_line
 from host.cli._support import JSON_SCHEMA_VERSION
 from host.config import load_config
 from host.records import (
-    STOPPED_MARKER,
-    THINKING_HEADER,
     AmbiguousRunError,
     RunNotFoundError,
     StoredRun,
     find_run,
     list_runs,
-    neutralise,
     prompt_text,
     prune_runs,
     resolve_state_dir,
-    tool_line,
 )
 from host.stream import BlockAssembler, stream_chunk_adapter
 

@@ -6,9 +6,8 @@ import os
 from types import MappingProxyType
 from typing import Final
 
-from host._exceptions import ConfigError
+from host import AcpEntryConfig, ConfigError, EntryConfig, HostConfig, load_config
 from host.cli._output import Output
-from host.config import AcpEntryConfig, EntryConfig, HostConfig, load_config
 
 __all__ = [
     "DEFAULT_PROVIDER",

@@ -10,7 +10,6 @@ from __future__ import annotations
 from host.records._paths import resolve_state_dir
 from host.records._recorder import RecordObserver
 from host.records._recording import RunRecording
-from host.records._render import STOPPED_MARKER, THINKING_HEADER, neutralise, tool_line
 from host.records._store import (
     AmbiguousRunError,
     RunNotFoundError,
@@ -23,8 +22,6 @@ from host.records._store import (
 from host.records._writer import encode_line
 
 __all__ = [
-    "STOPPED_MARKER",
-    "THINKING_HEADER",
     "AmbiguousRunError",
     "RecordObserver",
     "RunNotFoundError",
@@ -33,9 +30,7 @@ __all__ = [
     "encode_line",
     "find_run",
     "list_runs",
-    "neutralise",
     "prompt_text",
     "prune_runs",
     "resolve_state_dir",
-    "tool_line",
 ]

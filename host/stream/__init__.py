@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from host.stream._acp import AcpChunkMapper
 from host.stream._assembler import BlockAssembler
-from host.stream._chunks import ReasoningDelta, StreamChunk, TextDelta, ToolCallChunk, stream_chunk_adapter
+from host.stream._chunks import (
+    BlockEnd,
+    BlockStart,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    ToolCallChunk,
+    stream_chunk_adapter,
+)
 from host.stream._journal import (
     ChunkFrame,
     EventFrame,
@@ -24,6 +32,8 @@ from host.stream._sdk import SdkChunkMapper
 __all__ = [
     "AcpChunkMapper",
     "BlockAssembler",
+    "BlockEnd",
+    "BlockStart",
     "ChunkFrame",
     "EventFrame",
     "FrameObserver",

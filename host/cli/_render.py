@@ -1,4 +1,4 @@
-"""Operator-facing text of a run: one shape for ``runs show`` and the CLI's live detail, safe on a terminal.
+"""Operator-facing text of a run: one shape for ``runs show`` and ``run``'s live detail, safe on a terminal.
 
 ``neutralise`` escapes every control character of child text except newline and tab (C0, DEL, C1 and the bidi
 overrides: so no escape sequence, carriage return, backspace or reordering reaches the terminal); it is the one
