@@ -53,7 +53,7 @@ class OutputBudget:
         for chunk in chunks:
             if self.exceeded:
                 return
-            if type(chunk) is TextDelta:
+            if isinstance(chunk, TextDelta):
                 text = self.admit(chunk.text)
                 if text != chunk.text:
                     if text:

@@ -305,7 +305,7 @@ class AcpRun:
         for chunk in self._budget.admitted(self._mapper.map_update(update)):
             # A text delta is exactly a non-empty `agent_message_chunk` text (docs/behaviour.md#stream-acp-mapping): the
             # fold.
-            if type(chunk) is TextDelta:
+            if isinstance(chunk, TextDelta):
                 self._texts.append(chunk.text)
             journal.chunk(chunk)
         if self._budget.exceeded:

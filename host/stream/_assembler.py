@@ -39,8 +39,7 @@ class BlockAssembler:
 
     def feed(self, chunk: StreamChunk) -> None:
         """Apply one chunk."""
-        # Exact-type tests first: deltas are nearly every chunk of a run, and the union isinstance costs more.
-        if type(chunk) is TextDelta or type(chunk) is ReasoningDelta or isinstance(chunk, TextDelta | ReasoningDelta):
+        if isinstance(chunk, (TextDelta, ReasoningDelta)):
             block_type = "text" if isinstance(chunk, TextDelta) else "reasoning"
             block = self._blocks.get(chunk.index)
             if block is None:

@@ -51,7 +51,7 @@ class ChunkLog(Sequence[StreamChunk]):
             delta = cast("TextDelta | ReasoningDelta", chunk)
             reasoning = chunk_type is ReasoningDelta
             last = self._segments[-1] if self._segments else None
-            if type(last) is _DeltaRun and last.index == delta.index and last.reasoning == reasoning:
+            if isinstance(last, _DeltaRun) and last.index == delta.index and last.reasoning == reasoning:
                 last.texts.append(delta.text)
             else:
                 self._open(_DeltaRun(delta.index, reasoning=reasoning, text=delta.text))
