@@ -14,6 +14,7 @@ from typing import Final
 import anyio
 
 from host._exceptions import AggregateError
+from host.process._graces import eof_rung
 from host.process._handle import ProcessHandle, SupportsAclose
 
 __all__ = ["SharedTeardown", "climb_teardown_ladder", "run_teardown_ladder"]
@@ -67,8 +68,9 @@ async def _climb(handle: ProcessHandle, eof_grace_ms: float, errors: list[Except
     except Exception as exc:
         errors.append(exc)
     try:
-        with anyio.move_on_after(max(eof_grace_ms, 0.0) / 1000 + _EXIT_WAIT_SLACK_S):
-            if await handle.wait_exit(eof_grace_ms):
+        # The bound cap (host.process._graces) may shorten the grace, or end the wait early.
+        with eof_rung(eof_grace_ms) as grace_ms, anyio.move_on_after(max(grace_ms, 0.0) / 1000 + _EXIT_WAIT_SLACK_S):
+            if await handle.wait_exit(grace_ms):
                 return
     except Exception as exc:
         errors.append(exc)

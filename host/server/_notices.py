@@ -1,9 +1,11 @@
-"""``notifications/message``: the server's own notices, filtered by the level ``logging/setLevel`` chose.
+"""``notifications/message``: the server's own notices, filtered by the level each connection chose.
 
 Only lines built from closed facts are sent: a background job's completion notice (``info``, to the connection
-that started the job) and the server's shutdown notice. Other host log lines may quote a child's error text and
-stay on stderr. The SDK does not filter by level on handshake versions, so this does; logging is deprecated at
-2026-07-28, where the SDK gates it per request and emits ``MCPDeprecationWarning``, which is silenced here.
+that started the job). Other host log lines may quote a child's error text and stay on stderr. The level is per
+connection (an MCP session: the one stdio connection, or each Streamable HTTP session): ``logging/setLevel`` on one
+never changes what another receives. The SDK does not filter by level on handshake versions, so this does; logging
+is deprecated at 2026-07-28, where the SDK gates it per request and emits ``MCPDeprecationWarning``, which is
+silenced here.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+import weakref
 from typing import Final, TypeAlias
 
 import anyio
@@ -42,20 +45,21 @@ _Notice: TypeAlias = tuple[ServerSession, types.LoggingLevel, str]
 
 
 class Notices:
-    """Queues notices for their connection and sends those at or above the current level, in order."""
+    """Queues notices for their connection and sends those at or above that connection's level, in order."""
 
     def __init__(self) -> None:
-        self._level: types.LoggingLevel = DEFAULT_LOG_LEVEL
+        # Weak: a closed HTTP session's level goes with it.
+        self._levels: weakref.WeakKeyDictionary[ServerSession, types.LoggingLevel] = weakref.WeakKeyDictionary()
         self._job_sessions: dict[str, ServerSession] = {}
         self._send, self._receive = anyio.create_memory_object_stream[_Notice](math.inf)
 
-    def set_level(self, level: types.LoggingLevel) -> None:
-        """Send only notices at ``level`` or above from now on."""
-        self._level = level
+    def set_level(self, session: ServerSession, level: types.LoggingLevel) -> None:
+        """Send ``session``'s connection only notices at ``level`` or above from now on."""
+        self._levels[session] = level
 
-    def enabled(self, level: types.LoggingLevel) -> bool:
-        """Whether a notice at ``level`` is sent."""
-        return _ORDER.index(level) >= _ORDER.index(self._level)
+    def enabled(self, session: ServerSession, level: types.LoggingLevel) -> bool:
+        """Whether a notice at ``level`` is sent to ``session``'s connection (``DEFAULT_LOG_LEVEL`` until set)."""
+        return _ORDER.index(level) >= _ORDER.index(self._levels.get(session, DEFAULT_LOG_LEVEL))
 
     def own_job(self, job_id: str, session: ServerSession) -> None:
         """Route ``job_id``'s completion notice to the connection of ``session``."""
@@ -68,14 +72,14 @@ class Notices:
             self.post(session, "info", notice)
 
     def post(self, session: ServerSession, level: types.LoggingLevel, text: str) -> None:
-        """Queue ``text`` for ``session``'s connection when ``level`` is enabled."""
-        if self.enabled(level):
+        """Queue ``text`` for ``session``'s connection when ``level`` is enabled there."""
+        if self.enabled(session, level):
             self._send.send_nowait((session, level, text))
 
     async def run(self) -> None:
         """Send queued notices until cancelled."""
         async for session, level, text in self._receive:
-            if not self.enabled(level):
+            if not self.enabled(session, level):
                 continue
             try:
                 with warnings.catch_warnings():
