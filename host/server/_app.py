@@ -73,7 +73,7 @@ def build_server(host: Host, limiter: anyio.CapacityLimiter, notices: Notices) -
     async def set_logging_level(
         ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        notices.set_level(ctx.session, params.level)
+        notices.set_level(ctx, params.level)
         return types.EmptyResult()
 
     with warnings.catch_warnings():
