@@ -25,7 +25,7 @@ from host.acp_provider import AcpProvider
 from host.cancel import CancelController, CancelSignal, fuse
 from host.config import EntryConfig, HostConfig, load_config
 from host.diagnostics import JobOutcome
-from host.process import hold_keeper, release_keeper
+from host.process import hold_keeper, release_keeper, term_grace
 from host.records import RecordObserver, RunRecording, resolve_state_dir
 from host.sdk_provider import DshSdkProvider
 from host.tools import (
@@ -174,7 +174,8 @@ class Host:
                     task_group.cancel_scope.cancel()
         finally:
             # Closing the keeper ends what the runs left behind (setsid()-ed, double-forked) before returning.
-            await release_keeper(max((entry.dispose_grace_ms for entry in config.providers.values()), default=0.0))
+            grace_ms = max((entry.dispose_grace_ms for entry in config.providers.values()), default=0.0)
+            await release_keeper(term_grace(grace_ms))
 
     @property
     def config(self) -> HostConfig:

@@ -3,12 +3,14 @@
 Environment scrub, spawn in a new session, exit facts, process-tree liveness and termination, the shielded
 and bounded teardown ladder, an ``atexit`` hook that SIGKILLs every tree the host still owns, the keeper process
 that ends every run when the host dies by any means and sweeps what a torn-down run left behind, and (for a process
-that owns its lifetime, like the CLI) adoption and sweeping of descendants a child orphaned.
+that owns its lifetime, like the CLI) adoption and sweeping of descendants a child orphaned. A process that is
+shutting down (``serve``) binds a ``GraceCap``, which shortens the ladder's graces once engaged.
 """
 
 from __future__ import annotations
 
 from host.process._env import build_child_env, scrubbed_names
+from host.process._graces import GraceCap, bind_grace_cap, term_grace
 from host.process._handle import ProcessHandle
 from host.process._keeper import hold_keeper, release_keeper
 from host.process._ladder import SharedTeardown, climb_teardown_ladder, run_teardown_ladder
@@ -17,11 +19,13 @@ from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
 
 __all__ = [
+    "GraceCap",
     "ManagedProcess",
     "ProcessHandle",
     "ProcessOutcome",
     "SharedTeardown",
     "adopt_orphans",
+    "bind_grace_cap",
     "build_child_env",
     "climb_teardown_ladder",
     "hold_keeper",
@@ -30,4 +34,5 @@ __all__ = [
     "run_teardown_ladder",
     "scrubbed_names",
     "spawn_managed",
+    "term_grace",
 ]

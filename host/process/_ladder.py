@@ -1,7 +1,8 @@
 """The teardown ladder: EOF → bounded exit wait → SIGTERM/SIGKILL the tree → bounded reap → report.
 
 It runs inside a cancellation shield and every rung is bounded, so a cancelled caller can neither leak a live
-child nor hang on one. A failed or expired rung always escalates; the collected errors are reported once.
+child nor hang on one. A failed or expired rung always escalates; the collected errors are reported once. Each
+rung's grace is read as the rung starts, through the bound ``GraceCap`` if any (``host.process._graces``).
 :class:`SharedTeardown` memoises one ladder run per child so rollback and dispose see the same outcome.
 """
 
@@ -14,6 +15,7 @@ from typing import Final
 import anyio
 
 from host._exceptions import AggregateError
+from host.process._graces import eof_rung
 from host.process._handle import ProcessHandle, SupportsAclose
 
 __all__ = ["SharedTeardown", "climb_teardown_ladder", "run_teardown_ladder"]
@@ -67,8 +69,9 @@ async def _climb(handle: ProcessHandle, eof_grace_ms: float, errors: list[Except
     except Exception as exc:
         errors.append(exc)
     try:
-        with anyio.move_on_after(max(eof_grace_ms, 0.0) / 1000 + _EXIT_WAIT_SLACK_S):
-            if await handle.wait_exit(eof_grace_ms):
+        # A bound, engaged GraceCap may shorten the grace, or end the wait early.
+        with eof_rung(eof_grace_ms) as grace_ms, anyio.move_on_after(max(grace_ms, 0.0) / 1000 + _EXIT_WAIT_SLACK_S):
+            if await handle.wait_exit(grace_ms):
                 return
     except Exception as exc:
         errors.append(exc)

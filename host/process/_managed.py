@@ -22,6 +22,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process, TaskGroup
 
 from host._exceptions import ProcessTreeSurvivedError
 from host._json import format_ms
+from host.process._graces import term_grace, term_rung
 from host.process._handle import ProcessHandle
 from host.process._keeper import KeeperTicket, enrol
 from host.process._outcome import ProcessOutcome
@@ -164,7 +165,8 @@ class ManagedProcess(ProcessHandle):
             logger.debug("closing stdin of child %d failed", self.pid, exc_info=True)
 
     async def terminate(self) -> None:
-        """SIGTERM the tree, then SIGKILL whatever is alive ``grace_ms`` later; idempotent.
+        """SIGTERM the tree, then SIGKILL whatever is alive ``grace_ms`` later (sooner under a bound
+        :class:`~host.process.GraceCap`); idempotent.
 
         A repeated or concurrent call waits for the first one. Nothing is sent once the tree was seen gone.
         """
@@ -177,8 +179,11 @@ class ManagedProcess(ProcessHandle):
                 return
             self.snapshot_descendants()
             self._tree.send(signal.SIGTERM)
+            gone = False
             try:
-                gone = await self.wait_exit(self._grace_ms)
+                # The bound cap (host.process._graces) may shorten the grace, also once the wait has begun.
+                with term_rung(self._grace_ms) as grace_ms:
+                    gone = await self.wait_exit(grace_ms)
             except BaseException:
                 # Cancelled mid-grace: never leave a SIGTERM-deaf tree behind.
                 self._send_kill()
@@ -201,14 +206,13 @@ class ManagedProcess(ProcessHandle):
         """
         if self.tree_gone():
             return
+        grace_ms = term_grace(self._grace_ms)
         start = self._killed_at if self._killed_at is not None else anyio.current_time()
-        remaining_ms = (start - anyio.current_time()) * 1000 + self._grace_ms
+        remaining_ms = (start - anyio.current_time()) * 1000 + grace_ms
         if await self.wait_exit(remaining_ms):
             return
         after = "after SIGKILL" if self._killed_at is not None else "without SIGKILL"
-        raise ProcessTreeSurvivedError(
-            f"process tree of pid {self.pid} still alive {format_ms(self._grace_ms)}ms {after}"
-        )
+        raise ProcessTreeSurvivedError(f"process tree of pid {self.pid} still alive {format_ms(grace_ms)}ms {after}")
 
     async def aclose(self) -> None:
         """Close the pipes and release the process; idempotent, shielded and bounded.
@@ -219,20 +223,21 @@ class ManagedProcess(ProcessHandle):
         if self._closed:
             return
         self._closed = True
+        grace_ms = term_grace(self._grace_ms)
         with anyio.CancelScope(shield=True):
             if not self.tree_gone():
                 logger.debug("releasing child %d while its tree is alive; sending SIGKILL", self.pid)
                 self.snapshot_descendants()
                 self._send_kill()
-                await self.wait_exit(self._grace_ms)
+                await self.wait_exit(grace_ms)
             if self._stderr_tail is not None and self.tree_gone():
                 with anyio.move_on_after(_STDERR_SETTLE_S):
                     await self._stderr_tail.closed.wait()
-            with anyio.move_on_after(self._grace_ms / 1000):
+            with anyio.move_on_after(grace_ms / 1000):
                 await self._process.aclose()
             if self._ticket is not None:
                 # Whatever of the run escaped the tree (setsid + orphaned, double-forked) is the keeper's to end.
-                self._ticket.retire(self._grace_ms)
+                self._ticket.retire(grace_ms)
 
 
 async def spawn_managed(

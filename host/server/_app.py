@@ -3,13 +3,14 @@
 The server object is built once and served over our own stdio transport or Streamable HTTP. Stdin EOF, SIGTERM,
 SIGINT and SIGHUP stop it: the SDK cancels every in-flight handler, whose watcher cancels its call's signal; each
 call settles and disposes its run; closing the host then kills and disposes every background job and leftover run,
-and the orphan sweep ends anything a child orphaned. Each entry's teardown graces are capped so that the whole
-ladder fits the official client's shutdown budget (2 s after closing stdin, then SIGTERM, then SIGKILL 2 s later).
+and the orphan sweep ends anything a child orphaned. Runs use their entry's graces until shutdown begins; from then
+on a ``GraceCap`` bound around the whole server caps every teardown so that the ladder fits the official client's
+shutdown budget (2 s after closing stdin, then SIGTERM, then SIGKILL 2 s later). A signal received once shutdown
+has begun ends every EOF rung at once (each tree gets its SIGTERM now); the SIGTERM → SIGKILL rung still runs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import signal
@@ -26,38 +27,24 @@ from pydantic import ValidationError
 
 from host._host import Host
 from host.config import HostConfig, delegation_tool_name
-from host.process import reap_orphans
+from host.process import GraceCap, bind_grace_cap, reap_orphans
 from host.server._calls import CallHandler
 from host.server._notices import Notices
 from host.server._options import EarlySignal, ServeOptions
 from host.server._tools import mcp_tools
 from host.server._transport import stdio_transport
 
-__all__ = ["SERVE_EOF_GRACE_MS", "SERVE_TERM_GRACE_MS", "SERVER_NAME", "cap_graces", "serve"]
+__all__ = ["SERVE_EOF_GRACE_MS", "SERVE_TERM_GRACE_MS", "SERVER_NAME", "serve"]
 
 logger = logging.getLogger(__name__)
 
 SERVER_NAME: Final = "subagent-host"
 SERVE_EOF_GRACE_MS: Final = 500.0
-"""The cap on every entry's ``dispose_eof_grace_ms`` under ``serve``."""
+"""The cap on every entry's ``dispose_eof_grace_ms`` once ``serve`` is shutting down."""
 SERVE_TERM_GRACE_MS: Final = 1000.0
-"""The cap on every entry's ``dispose_grace_ms`` (SIGTERM → SIGKILL) under ``serve``."""
+"""The cap on every entry's ``dispose_grace_ms`` (SIGTERM → SIGKILL) once ``serve`` is shutting down."""
 _SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _INTERNAL_ERROR: Final = "Internal error"
-
-
-def cap_graces(config: HostConfig) -> HostConfig:
-    """``config`` with every entry's teardown graces capped at ``SERVE_EOF_GRACE_MS`` / ``SERVE_TERM_GRACE_MS``."""
-    providers = {
-        name: entry.model_copy(
-            update={
-                "dispose_eof_grace_ms": min(entry.dispose_eof_grace_ms, SERVE_EOF_GRACE_MS),
-                "dispose_grace_ms": min(entry.dispose_grace_ms, SERVE_TERM_GRACE_MS),
-            }
-        )
-        for name, entry in config.providers.items()
-    }
-    return dataclasses.replace(config, providers=providers)
 
 
 class _ExceptionBoundary:
@@ -84,9 +71,9 @@ def build_server(host: Host, limiter: anyio.CapacityLimiter, notices: Notices) -
         return types.ListToolsResult(tools=mcp_tools(host.tools(), delegation_tools))
 
     async def set_logging_level(
-        _ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+        ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        notices.set_level(params.level)
+        notices.set_level(ctx, params.level)
         return types.EmptyResult()
 
     with warnings.catch_warnings():
@@ -109,8 +96,9 @@ async def serve(options: ServeOptions, config: HostConfig, early_signal: EarlySi
     Returns ``False`` without serving when ``early_signal`` reports a signal the console entry recorded before
     this receiver took over; ``True`` otherwise.
     """
-    config = cap_graces(config)
-    with anyio.open_signal_receiver(*_SIGNALS) as signals:
+    # Bound around everything: a run is disposed in whichever task ends it (a call, a job, the host's close).
+    cap = GraceCap(eof_ms=SERVE_EOF_GRACE_MS, term_ms=SERVE_TERM_GRACE_MS)
+    with anyio.open_signal_receiver(*_SIGNALS) as signals, bind_grace_cap(cap):
         if early_signal is not None and early_signal() is not None:
             return False
         async with Host.open(config, parent_cwd=os.getcwd(), state_dir=options.state_dir) as host:
@@ -120,9 +108,11 @@ async def serve(options: ServeOptions, config: HostConfig, early_signal: EarlySi
             async with anyio.create_task_group() as group:
                 group.start_soon(notices.run)
                 stopper = Stopper()
+                # First, so every teardown that shutdown causes is capped.
+                stopper.on_stop(cap.engage)
                 # Jobs go down alongside the in-flight calls, not after them: both ladders fit one budget.
                 stopper.on_stop(host.cancel_jobs)
-                group.start_soon(_watch_signals, signals, stopper)
+                group.start_soon(_watch_signals, signals, stopper, cap)
                 if options.http is not None:
                     from host.server._http import serve_http
 
@@ -131,7 +121,7 @@ async def serve(options: ServeOptions, config: HostConfig, early_signal: EarlySi
                     await _serve_stdio(server, stopper)
                 group.cancel_scope.cancel()
             remove_listener()
-        # Still under the signal receiver, so a repeated signal cannot cut the sweep short.
+        # Still under the signal receiver, so a later signal cannot cut the sweep short.
         await reap_orphans(SERVE_TERM_GRACE_MS)
     return True
 
@@ -156,11 +146,16 @@ class Stopper:
             stop()
 
 
-async def _watch_signals(signals: Any, stopper: Stopper) -> None:
+async def _watch_signals(signals: Any, stopper: Stopper, cap: GraceCap) -> None:
     async for received in signals:
-        logger.info("subagent-host serve: %s received; shutting down", signal.Signals(received).name)
-        # A repeated signal is absorbed: every run's ladder still runs to its (capped) SIGKILL rung.
-        stopper.stop()
+        name = signal.Signals(received).name
+        if not stopper.stopping:
+            logger.info("subagent-host serve: %s received; shutting down", name)
+            stopper.stop()
+        else:
+            # Shutdown has begun (a signal or stdin EOF): hurry, but never skip the SIGTERM → SIGKILL rung.
+            logger.info("subagent-host serve: %s received while shutting down; ending every EOF wait", name)
+            cap.cut_eof()
 
 
 async def _serve_stdio(server: Server[Any], stopper: Stopper) -> None:

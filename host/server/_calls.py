@@ -129,7 +129,7 @@ class CallHandler:
         if isinstance(result, ToolSuccess) and isinstance(result.value, dict) and "job_id" in result.value:
             job_id = result.value["job_id"]
             if isinstance(job_id, str):
-                self._notices.own_job(job_id, ctx.session)
+                self._notices.own_job(job_id, ctx)
         return call_tool_result(result, structured_content(provider, result, settled[0] if settled else None))
 
 

@@ -1,9 +1,11 @@
-"""``notifications/message``: the server's own notices, filtered by the level ``logging/setLevel`` chose.
+"""``notifications/message``: the server's own notices, filtered by the level each connection chose.
 
 Only lines built from closed facts are sent: a background job's completion notice (``info``, to the connection
-that started the job) and the server's shutdown notice. Other host log lines may quote a child's error text and
-stay on stderr. The SDK does not filter by level on handshake versions, so this does; logging is deprecated at
-2026-07-28, where the SDK gates it per request and emits ``MCPDeprecationWarning``, which is silenced here.
+that started the job). Other host log lines may quote a child's error text and stay on stderr. The level is per
+connection, that is per MCP session: the one stdio connection, or each Streamable HTTP session (its
+``Mcp-Session-Id``); ``logging/setLevel`` on one never changes what another receives. The SDK does not filter by
+level on handshake versions, so this does; logging is deprecated at 2026-07-28, where the SDK gates it per request
+and emits ``MCPDeprecationWarning``, which is silenced here.
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from typing import Final, TypeAlias
+from collections import OrderedDict
+from typing import Any, Final, TypeAlias
 
 import anyio
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPDeprecationWarning
+from starlette.requests import Request
 
 __all__ = ["DEFAULT_LOG_LEVEL", "LOGGER_NAME", "Notices"]
 
@@ -38,44 +44,62 @@ _ORDER: Final[tuple[types.LoggingLevel, ...]] = (
     "emergency",
 )
 
-_Notice: TypeAlias = tuple[ServerSession, types.LoggingLevel, str]
+_MAX_LEVELS: Final = 10_000
+"""How many connections' levels are kept (the SDK's own session limit); beyond it the oldest setting is dropped."""
+
+_Connection: TypeAlias = str | None
+"""A request's connection: its Streamable HTTP session id, or ``None`` for the one stdio connection."""
+_Notice: TypeAlias = tuple[ServerSession, _Connection, types.LoggingLevel, str]
+
+
+def connection_of(ctx: ServerRequestContext[Any]) -> _Connection:
+    """The connection (MCP session) that sent the request of ``ctx``."""
+    request: object = ctx.request
+    if isinstance(request, Request):
+        return request.headers.get(MCP_SESSION_ID_HEADER)
+    return None
 
 
 class Notices:
-    """Queues notices for their connection and sends those at or above the current level, in order."""
+    """Queues notices for their connection and sends those at or above that connection's level, in order."""
 
     def __init__(self) -> None:
-        self._level: types.LoggingLevel = DEFAULT_LOG_LEVEL
-        self._job_sessions: dict[str, ServerSession] = {}
+        self._levels: OrderedDict[_Connection, types.LoggingLevel] = OrderedDict()
+        self._job_owners: dict[str, tuple[ServerSession, _Connection]] = {}
         self._send, self._receive = anyio.create_memory_object_stream[_Notice](math.inf)
 
-    def set_level(self, level: types.LoggingLevel) -> None:
-        """Send only notices at ``level`` or above from now on."""
-        self._level = level
+    def set_level(self, ctx: ServerRequestContext[Any], level: types.LoggingLevel) -> None:
+        """Send the connection of ``ctx`` only notices at ``level`` or above from now on."""
+        connection = connection_of(ctx)
+        self._levels[connection] = level
+        self._levels.move_to_end(connection)
+        while len(self._levels) > _MAX_LEVELS:
+            self._levels.popitem(last=False)
 
-    def enabled(self, level: types.LoggingLevel) -> bool:
-        """Whether a notice at ``level`` is sent."""
-        return _ORDER.index(level) >= _ORDER.index(self._level)
+    def enabled(self, connection: _Connection, level: types.LoggingLevel) -> bool:
+        """Whether a notice at ``level`` is sent to ``connection`` (``DEFAULT_LOG_LEVEL`` until it set one)."""
+        return _ORDER.index(level) >= _ORDER.index(self._levels.get(connection, DEFAULT_LOG_LEVEL))
 
-    def own_job(self, job_id: str, session: ServerSession) -> None:
-        """Route ``job_id``'s completion notice to the connection of ``session``."""
-        self._job_sessions[job_id] = session
+    def own_job(self, job_id: str, ctx: ServerRequestContext[Any]) -> None:
+        """Route ``job_id``'s completion notice to the connection of ``ctx``."""
+        self._job_owners[job_id] = (ctx.session, connection_of(ctx))
 
     def on_job_done(self, job_id: str, notice: str) -> None:
         """The host's job listener: queue the completion notice for the job's connection."""
-        session = self._job_sessions.pop(job_id, None)
-        if session is not None:
-            self.post(session, "info", notice)
+        owner = self._job_owners.pop(job_id, None)
+        if owner is not None:
+            session, connection = owner
+            self.post(session, connection, "info", notice)
 
-    def post(self, session: ServerSession, level: types.LoggingLevel, text: str) -> None:
-        """Queue ``text`` for ``session``'s connection when ``level`` is enabled."""
-        if self.enabled(level):
-            self._send.send_nowait((session, level, text))
+    def post(self, session: ServerSession, connection: _Connection, level: types.LoggingLevel, text: str) -> None:
+        """Queue ``text`` for ``connection`` (sent through ``session``) when ``level`` is enabled there."""
+        if self.enabled(connection, level):
+            self._send.send_nowait((session, connection, level, text))
 
     async def run(self) -> None:
         """Send queued notices until cancelled."""
-        async for session, level, text in self._receive:
-            if not self.enabled(level):
+        async for session, connection, level, text in self._receive:
+            if not self.enabled(connection, level):
                 continue
             try:
                 with warnings.catch_warnings():

@@ -17,7 +17,7 @@ from tests.server._helpers import SERVE_TIMEOUT_S, RawServer, acp_entry, client_
 
 pytestmark = pytest.mark.anyio
 
-# serve caps the ladder at EOF 500 ms + TERM 1000 ms; the rest is slack for a loaded box.
+# The entries' ladder is EOF 500 ms + TERM 1000 ms; the rest is slack for a loaded box.
 LADDER_BOUND_S = 1.5 + 2.0
 
 
@@ -28,9 +28,9 @@ def hanging_entry(tmp_path: Path, name: str, **env: str) -> dict[str, Any]:
         MOCK_GRANDCHILD_PID_FILE=str(tmp_path / f"{name}.grandchild"),
         **env,
     )
-    # Graces far above serve's caps: the cap is what keeps the ladder inside the bound.
-    entry["dispose_eof_grace_ms"] = 6000
-    entry["dispose_grace_ms"] = 3000
+    # A client's cancel climbs the entry's own ladder (serve caps graces only once it is shutting down).
+    entry["dispose_eof_grace_ms"] = 500
+    entry["dispose_grace_ms"] = 1000
     return entry
 
 

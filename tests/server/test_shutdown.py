@@ -1,5 +1,5 @@
-"""Shutdown with a foreground run and a background job in flight: stdin EOF, SIGTERM or SIGINT with stdin open, and
-the official client's own exit. Each exits 0 within 2 s, with no child or grandchild left."""
+"""Shutdown with a foreground run and a background job in flight: stdin EOF, SIGTERM, SIGINT or SIGHUP with stdin
+open, and the official client's own exit. Each exits 0 within 2 s, with no child or grandchild left."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ async def tree_of(tmp_path: Path, name: str) -> list[int]:
     return [psutil.Process(grandchild).ppid(), grandchild]
 
 
-@pytest.mark.parametrize("trigger", ["stdin-eof", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("trigger", ["stdin-eof", "SIGTERM", "SIGINT", "SIGHUP"])
 async def test_shutdown_with_runs_in_flight_exits_zero_promptly_and_leaves_no_child(
     tmp_path: Path, trigger: str
 ) -> None:
