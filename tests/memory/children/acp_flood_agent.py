@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 
 CHUNK = "x" * (1 << 20)
 
@@ -20,7 +21,7 @@ def send(message: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def send_update(update: dict[str, object]) -> None:
+def send_update(update: Mapping[str, object]) -> None:
     send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "flood", "update": update}})
 
 

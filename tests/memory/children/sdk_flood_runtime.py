@@ -49,7 +49,7 @@ def flood_events(kind: str, sid: str, step: int) -> list[dict[str, Any]]:
 def prompt(request_id: object, sid: str) -> None:
     total = int(os.environ.get("FLOOD_MIB", "1024"))
     kind = os.environ.get("FLOOD_KIND", "reasoning")
-    inserted = [{"id": "user-1", "role": "user", "content": [], "source": {"kind": "user"}}]
+    inserted: list[dict[str, Any]] = [{"id": "user-1", "role": "user", "content": [], "source": {"kind": "user"}}]
     send(event(sid, 0, "agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": inserted}))
     send({"method": "session.status", "params": {"sessionId": sid, "status": "running"}})
     send(event(sid, 0, "turn/start", {"turn": 0}))
