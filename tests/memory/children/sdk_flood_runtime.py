@@ -3,8 +3,9 @@
 ``FLOOD_KIND`` picks the event: ``reasoning`` (an ``assistant/message`` holding one 1 MiB reasoning block, each on a
 new step), ``tool`` (an ``assistant/message`` holding one tool-call block with a 1 MiB input, each on a new step) or
 ``dropped`` (a ``reasoning-delta`` ``assistant/chunk`` and an unknown ``tool/update`` event, both of which the host
-drops). After ``FLOOD_MIB`` MiB (default 1024) it answers ``flood over``, ends the turn, goes idle and answers the
-prompt; it exits at ``shutdown`` or stdin EOF.
+drops). It answers the prompt right after the receipt (so nothing waits in the host's pre-receipt queue); after
+``FLOOD_MIB`` MiB (default 1024) it answers ``flood over``, ends the turn and goes idle; it exits at ``shutdown``
+or stdin EOF.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def prompt(request_id: object, sid: str) -> None:
     inserted: list[dict[str, Any]] = [{"id": "user-1", "role": "user", "content": [], "source": {"kind": "user"}}]
     send(event(sid, 0, "agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": inserted}))
     send({"method": "session.status", "params": {"sessionId": sid, "status": "running"}})
+    send({"id": request_id, "result": {"messageId": "user-1"}})
     send(event(sid, 0, "turn/start", {"turn": 0}))
     for step in range(1, total + 1):
         if _eof.is_set():
@@ -62,7 +64,6 @@ def prompt(request_id: object, sid: str) -> None:
     send(event(sid, total + 1, "assistant/chunk", over))
     send(event(sid, total + 2, "turn/end", {"turn": 0, "reason": {"kind": "completed"}}))
     send({"method": "session.status", "params": {"sessionId": sid, "status": "idle"}})
-    send({"id": request_id, "result": {"messageId": "user-1"}})
 
 
 def read_stdin() -> None:
