@@ -226,6 +226,9 @@ class _FakeRuntime:
         if _switch("FAKE_PRE_RECEIPT_NOISE") is not None:
             self._status(sid, "idle")
             self._message(sid, [{"type": "text", "text": "noise"}])
+        flood = _switch("FAKE_PRE_RECEIPT_FLOOD_MIB")
+        if flood is not None:
+            self._flood(sid, int(flood))
         inserted: list[JsonObject] = [{"id": message_id, "role": "user", "content": [], "source": {"kind": "user"}}]
         self._event(sid, "agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": inserted})
         self._status(sid, "running")
@@ -254,6 +257,13 @@ class _FakeRuntime:
             self._run_turn(sid, blocks)
             self._status(sid, "idle")
             self._result(request_id, {"messageId": message_id})
+
+    def _flood(self, sid: str, mib: int) -> None:
+        """Send ``mib`` text-delta chunks of 1 MiB each for ``sid`` (before the receipt, so the host skips them)."""
+        text = "x" * (1 << 20)
+        for _ in range(mib):
+            self._drain_nowait()  # stdin EOF (the host tearing us down) ends the flood and the process
+            self._chunk(sid, text)
 
     def _text(self, blocks: object, probe_line: str | None = None) -> str:
         """Build the assistant text: the docs/behaviour.md#sdk-fake-runtime lines when scripted, else the quick-start

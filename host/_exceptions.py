@@ -55,6 +55,7 @@ __all__ = [
     "LineTooLongError",
     "PeerWriteError",
     "ProcessTreeSurvivedError",
+    "QueueOverflowError",
     "RequestTimeoutError",
     "ResponseError",
     "RunFailure",
@@ -194,6 +195,11 @@ class RequestTimeoutError(SdkClientError):
 
 class SdkProtocolError(SdkClientError):
     """A response or event outside the DSH SDK protocol."""
+
+
+class QueueOverflowError(SdkClientError):
+    """A run's notification queue passed its byte bound before the run consumed it (the provider's
+    ``output-limit``)."""
 
 
 class JsonRpcResponseError(ResponseError, SdkClientError):

@@ -12,6 +12,7 @@ from typing import Any, Final, cast
 
 from host._exceptions import (
     JsonRpcResponseError,
+    QueueOverflowError,
     RequestTimeoutError,
     SdkProtocolError,
     TransportClosedError,
@@ -45,6 +46,8 @@ def classify_error(error: BaseException) -> SdkCategory:
         return "protocol"
     if isinstance(error, RequestTimeoutError):
         return "timeout"
+    if isinstance(error, QueueOverflowError):
+        return "output-limit"
     return "unknown"
 
 
@@ -107,7 +110,12 @@ class OutputFold:
         elif event_type == "assistant/chunk":
             chunk = cast(Mapping[str, Any], fields["chunk"])
             if chunk["type"] == "text-delta" and chunk["text"]:
-                self._deltas.append(chunk["text"] if self._budget is None else self._budget.admit(chunk["text"]))
+                self.append_text(chunk["text"])
+
+    def append_text(self, text: str) -> None:
+        """Append one text delta's text to the fallback (cut at the fold's budget); a no-op once frozen."""
+        if self._frozen is None and text:
+            self._deltas.append(text if self._budget is None else self._budget.admit(text))
 
     def freeze(self) -> None:
         """Fix the output snapshot; idempotent."""

@@ -38,7 +38,7 @@ from host.sdk_provider.client import (
     SessionNotification,
     SessionRunOutcome,
 )
-from host.stream import SdkChunkMapper, TranscriptEvent
+from host.stream import SdkChunkMapper, TextDelta, TranscriptEvent
 
 __all__ = ["START_ABORTED_MESSAGE", "ClientFactory", "SdkClientLike", "SdkRun", "resolve_route", "start_sdk_run"]
 
@@ -60,6 +60,8 @@ class SdkClientLike(Protocol):
         session_id: str,
         content_blocks: Sequence[ContentBlock],
         on_notification: NotificationObserver | None = None,
+        *,
+        collect_events: bool = True,
     ) -> SessionRunOutcome:
         """Prompt the root session and consume it up to the root ``idle`` after the receipt."""
         ...
@@ -106,7 +108,8 @@ class SdkRun:
         self._session_id = "session-" + uuid.uuid4().hex
         self._mapper = SdkChunkMapper()
         limit = max_output_bytes
-        # The fold and the stream each cut the same text deltas at the same bound.
+        # The stream's budget counts every kept chunk; the fold's own counts its text deltas (some carry no index
+        # the stream could map), so neither outgrows the bound.
         self._fold = OutputFold(OutputBudget(limit))
         self._budget = OutputBudget(limit)
         self._failure_category: SdkCategory = "unknown"
@@ -214,8 +217,11 @@ class SdkRun:
     async def _attempt(self) -> SubagentResult:
         with self._lifecycle.interruptible():
             try:
+                # The run keeps no event list: the stream and the fold keep what counts, and the last turn/end.
                 outcome = await self._budget.run(
-                    self._client.run(self._session_id, self._prompt, on_notification=self._observe)
+                    self._client.run(
+                        self._session_id, self._prompt, on_notification=self._observe, collect_events=False
+                    )
                 )
             except Exception as exc:
                 self._freeze()
@@ -225,7 +231,8 @@ class SdkRun:
             if outcome is None or self._budget.exceeded:
                 diagnostic = sdk_failure_line("session-run", "output-limit")
                 return SubagentResult(output=self._fold.output(), stop_reason="error", diagnostic=diagnostic)
-            stop_reason, diagnostic = result_of_events(outcome.events)
+            last = outcome.last_turn_end
+            stop_reason, diagnostic = result_of_events(() if last is None else (last,))
             return SubagentResult(output=self._fold.output(), stop_reason=stop_reason, diagnostic=diagnostic)
         # Local cancel: settlement turns this placeholder into `aborted` with the partial output.
         return SubagentResult(output=[], stop_reason="aborted")
@@ -237,8 +244,15 @@ class SdkRun:
         params = notification.params
         if notification.method == "session.event":
             event = params["event"]
-            self._fold.observe(event)
-            for chunk in self._budget.admitted(self._mapper.map_event(event)):
+            kept = list(self._budget.admitted(self._mapper.map_event(event)))
+            if self._budget.exceeded:
+                # The event crossed the bound: the output keeps only its text the stream kept.
+                for chunk in kept:
+                    if type(chunk) is TextDelta:
+                        self._fold.append_text(chunk.text)
+            else:
+                self._fold.observe(event)
+            for chunk in kept:
                 self._journal.chunk(chunk)
             if self._budget.exceeded:
                 self._freeze()

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from host.acp_provider._run import start_acp_run
-from host.stream import ChunkFrame, StreamFrame, TextDelta
+from host.stream import ChunkFrame, ReasoningDelta, StreamFrame, TextDelta
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, task_group
 from tests.snapshots import assert_snapshot
 
@@ -44,3 +44,31 @@ async def test_output_within_the_bound_completes(tmp_path: Path) -> None:
             await run.dispose()
     assert result.stop_reason == "completed"
     assert result.output == [{"type": "text", "text": "é" * 20}]
+
+
+async def test_reasoning_and_tool_calls_count_against_the_bound(tmp_path: Path) -> None:
+    # The thought fits; the tool call's JSON does not: the run ends there, before the answer text.
+    thought = "thinking…"
+    spec = agent_spec(tmp_path, MOCK_THOUGHT="1", MOCK_TOOL_CALL="1", MOCK_TEXT="answer")
+    spec = replace(spec, max_output_bytes=len(thought.encode()) + 10)
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            run = await start_acp_run(make_request(), spec, task_group=group)
+            result = await run.result()
+            await run.dispose()
+    assert result.stop_reason == "error"
+    assert result.output == []
+    assert run.transcript[1].data["stream"] == [ReasoningDelta(index=0, text=thought)]
+    assert_snapshot("acp", "output-limit-tool-call", result.to_json())
+
+
+async def test_updates_the_run_does_not_keep_cost_nothing(tmp_path: Path) -> None:
+    # Plan, usage, an unknown kind and an extension notification come first; the 6-byte answer still fits.
+    spec = replace(agent_spec(tmp_path, MOCK_EXTRA_UPDATES="1", MOCK_TEXT="answer"), max_output_bytes=6)
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            run = await start_acp_run(make_request(), spec, task_group=group)
+            result = await run.result()
+            await run.dispose()
+    assert result.stop_reason == "completed"
+    assert result.output == [{"type": "text", "text": "answer"}]

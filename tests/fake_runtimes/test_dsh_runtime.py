@@ -25,7 +25,7 @@ from ..conftest import FAKE_DSH_RUNTIME, PYTHON
 # start on a loaded 2-core CI machine can take well over a second.
 _BOUND: Final = 10
 
-_MAX_LINE: Final = 1 << 20
+_MAX_LINE: Final = 2 << 20  # a `FAKE_PRE_RECEIPT_FLOOD_MIB` line holds 1 MiB of text
 _SID: Final = "session-0123"
 _DEFAULT_TEXT: Final = "hello from fake runtime"
 _SERVER_INFO: Final = {"serverInfo": {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}}
@@ -488,6 +488,18 @@ async def test_pre_receipt_noise_emits_idle_and_a_noise_message_before_the_recei
             frames = await runtime.prompt()
 
     assert frames[:3] == [_status("idle"), _message(0, _text("noise")), _receipt(1, "fake-user-0")]
+    assert frames[-1] == _response(1, {"messageId": "fake-user-0"})
+    assert frames[-2] == _status("idle")
+
+
+@pytest.mark.anyio
+async def test_a_pre_receipt_flood_sends_mebibyte_chunks_before_the_receipt_then_runs_the_turn() -> None:
+    with anyio.fail_after(_BOUND):
+        async with _open_runtime({"FAKE_PRE_RECEIPT_FLOOD_MIB": "2"}) as runtime:
+            frames = await runtime.prompt()
+
+    flood = _chunk(0, "x" * (1 << 20))
+    assert frames[:3] == [flood, _chunk(1, "x" * (1 << 20)), _receipt(2, "fake-user-0")]
     assert frames[-1] == _response(1, {"messageId": "fake-user-0"})
     assert frames[-2] == _status("idle")
 

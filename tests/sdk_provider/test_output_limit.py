@@ -10,11 +10,12 @@ import anyio
 import pytest
 
 from host.sdk_provider._run import start_sdk_run
-from host.stream import ChunkFrame, StreamFrame, TextDelta
+from host.stream import BlockEnd, ChunkFrame, StreamFrame, TextDelta
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
     assert_result_snapshot,
     make_request,
+    run_to_result,
     runtime_spec,
     task_group,
 )
@@ -48,3 +49,25 @@ async def test_output_within_the_bound_completes(tmp_path: Path) -> None:
             await run.dispose()
     assert result.stop_reason == "completed"
     assert result.output == [{"type": "text", "text": "é" * 20}]
+
+
+async def test_a_reasoning_block_counts_against_the_bound_and_a_streamed_block_only_once(tmp_path: Path) -> None:
+    # "answer" streams (6 bytes); its closing text block adds nothing; the reasoning block's JSON passes the bound.
+    spec = replace(runtime_spec(tmp_path, FAKE_TEXT="answer", FAKE_REASONING="why"), max_output_bytes=16)
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with task_group() as group:
+            run = await start_sdk_run(make_request(), spec, task_group=group)
+            result = await run.result()
+            await run.dispose()
+    assert result.stop_reason == "error"
+    assert result.output == [{"type": "text", "text": "answer"}]
+    stream = run.transcript[1].data["stream"]
+    assert stream == [TextDelta(index=0, text="answer"), BlockEnd(index=0, block={"type": "text", "text": "answer"})]
+    assert_result_snapshot("output-limit-reasoning-block", result)
+
+
+async def test_events_the_run_does_not_keep_cost_nothing(tmp_path: Path) -> None:
+    spec = replace(runtime_spec(tmp_path, FAKE_TEXT="answer", FAKE_UNKNOWN_EVENT="1"), max_output_bytes=6)
+    result = await run_to_result(spec)
+    assert result.stop_reason == "completed"
+    assert result.output == [{"type": "text", "text": "answer"}]

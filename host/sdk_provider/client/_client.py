@@ -31,6 +31,7 @@ from host._exceptions import (
 from host._json import ContentBlock
 from host.jsonrpc import JsonRpcPeer
 from host.process import ManagedProcess, ProcessOutcome, build_child_env, spawn_managed
+from host.sdk_provider.client._consume import consume_session_run
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec
 from host.sdk_provider.client._subscription import (
@@ -51,13 +52,7 @@ from host.sdk_provider.client._texts import (
     method_not_found,
     timeout_text,
 )
-from host.sdk_provider.client._validation import (
-    ServerInfo,
-    is_receipt,
-    message_id_of,
-    server_info_of,
-    validate_event,
-)
+from host.sdk_provider.client._validation import ServerInfo, message_id_of, server_info_of
 
 __all__ = [
     "CLIENT_CLOSED_MESSAGE",
@@ -251,9 +246,12 @@ class SdkClient:
 
     # -- subscriptions and the run -----------------------------------------------------------------------------
 
-    def subscribe(self, session_id: str) -> Subscription:
-        """Queue every routed notification whose ``params.sessionId`` is ``session_id``, from now on."""
-        subscription = Subscription(session_id, self._unsubscribe)
+    def subscribe(self, session_id: str, *, on_overflow: Callable[[], None] | None = None) -> Subscription:
+        """Queue every routed notification whose ``params.sessionId`` is ``session_id``, from now on, bounded by the
+        spec's ``queue_bytes`` (``on_overflow`` hears the overflow)."""
+        subscription = Subscription(
+            session_id, self._unsubscribe, max_bytes=self._spec.queue_bytes, on_overflow=on_overflow
+        )
         if self._closed:
             subscription.fail(self._failure_factory(RUNTIME_CLOSED_MESSAGE))
         elif self._input_ended:
@@ -267,40 +265,38 @@ class SdkClient:
         session_id: str,
         content_blocks: Sequence[ContentBlock],
         on_notification: NotificationObserver | None = None,
+        *,
+        collect_events: bool = True,
     ) -> SessionRunOutcome:
         """Prompt ``session_id`` and consume its notifications up to the root ``idle`` after the receipt.
 
-        Everything before the receipt is skipped. From the receipt on, each ``session.event`` is validated and
-        collected; every collected notification goes to ``on_notification`` first.
+        Everything before the receipt is skipped. From the receipt on, each ``session.event`` is validated (and
+        collected when ``collect_events``); every collected notification goes to ``on_notification`` first.
 
         Raises:
             SdkProtocolError: a malformed prompt result or root event.
             TransportClosedError: input ended, the subscription was closed, or the transport failed.
             JsonRpcResponseError: the runtime refused the prompt.
+            QueueOverflowError: the notifications queued before the prompt's response passed ``queue_bytes``.
         """
-        subscription = self.subscribe(session_id)  # before the prompt: the receipt may precede its response
+        overflow = anyio.CancelScope()
+        # Subscribe before the prompt: the receipt may precede its response.
+        subscription = self.subscribe(session_id, on_overflow=overflow.cancel)
         try:
-            message_id = await self.prompt(session_id, content_blocks)
-            events: list[dict[str, Any]] = []
-            receipt_seen = False
-            while True:
-                notification = await self._receive(subscription)
-                params = notification.params
-                if notification.method == "session.event":
-                    event = params.get("event")
-                    if not receipt_seen:
-                        if not is_receipt(event, message_id):
-                            continue
-                        receipt_seen = True
-                    valid = validate_event(event)
-                    if on_notification is not None:
-                        on_notification(notification)
-                    events.append(valid)
-                elif receipt_seen:
-                    if on_notification is not None:
-                        on_notification(notification)
-                    if notification.method == "session.status" and params.get("status") == "idle":
-                        return SessionRunOutcome(session_id, tuple(events))
+            message_id: str | None = None
+            with overflow:
+                message_id = await self.prompt(session_id, content_blocks)
+            if message_id is None:
+                failure = subscription.failure
+                assert failure is not None  # only the queue's overflow cancels the prompt
+                raise failure()
+            return await consume_session_run(
+                session_id,
+                message_id,
+                lambda: self._receive(subscription),
+                on_notification,
+                collect_events=collect_events,
+            )
         finally:
             subscription.close()
 

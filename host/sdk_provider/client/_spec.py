@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from host.config import (
     DISPOSE_EOF_GRACE_MS,
@@ -20,7 +21,14 @@ from host.config import (
     InheritEnv,
 )
 
-__all__ = ["SdkRunSpec"]
+__all__ = ["MIN_QUEUE_BYTES", "QUEUE_BYTES_PER_OUTPUT_BYTE", "SdkRunSpec"]
+
+QUEUE_BYTES_PER_OUTPUT_BYTE: Final = 4
+"""The default queue bound is this many times ``max_output_bytes`` (32 MiB by default): room for a whole answer,
+streamed and then repeated in its final message, with the memory of its events, when a runtime answers the prompt
+last."""
+MIN_QUEUE_BYTES: Final = 1024 * 1024
+"""The default queue bound is never below this (a small ``max_output_bytes`` still leaves room for a few events)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,4 +63,16 @@ class SdkRunSpec:
     initialize_timeout_ms: float = INITIALIZE_TIMEOUT_MS
     """Bound of the ``initialize`` request."""
     max_output_bytes: int = MAX_OUTPUT_BYTES
-    """Bounds the output text the run keeps; past it the run ends ``error`` / ``output-limit``."""
+    """Bounds what the run keeps (docs/behaviour.md#stream-output-bound); past it the run ends ``error`` /
+    ``output-limit``."""
+    max_queued_bytes: int | None = None
+    """Bounds the memory of the notifications queued before the prompt's response; ``None``:
+    ``QUEUE_BYTES_PER_OUTPUT_BYTE`` times ``max_output_bytes``, at least ``MIN_QUEUE_BYTES``
+    (docs/behaviour.md#sdk-client-subscription)."""
+
+    @property
+    def queue_bytes(self) -> int:
+        """The resolved bound of the pre-receipt queue."""
+        if self.max_queued_bytes is not None:
+            return self.max_queued_bytes
+        return max(QUEUE_BYTES_PER_OUTPUT_BYTE * self.max_output_bytes, MIN_QUEUE_BYTES)
