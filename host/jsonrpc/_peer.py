@@ -178,9 +178,9 @@ class JsonRpcPeer:
             raise self._closed_error() from self._line_too_long
         request_id = self._next_id()
         data = encode_message(_envelope(request_id, method, params))
-        with self._pending.track(request_id, on_response) as outcome_stream:
+        with self._pending.track(request_id, on_response) as pending:
             await self._write(data)
-            outcome = await outcome_stream.receive()
+            outcome = await pending.receive()
         if outcome.error is not None:
             raise outcome.error
         if outcome.closed:
