@@ -145,9 +145,11 @@ class ChildConnection(Generic[HandleT]):
         finally:
             self.peer.close()
             self._on_close()
-            self._scope.cancel()
-            # Structured join: the connection's own tasks end at their next checkpoint once their scope is cancelled.
-            await self._tasks_done.wait()
+            if not self._tasks_done.is_set():
+                # Structured join: the connection's own tasks end at their next checkpoint once their scope is
+                # cancelled. (Tasks that already ended need no cancel, whose anyio reason string costs a task repr.)
+                self._scope.cancel()
+                await self._tasks_done.wait()
 
 
 async def open_child_connection(

@@ -200,9 +200,13 @@ class JsonRpcPeer:
     def close(self) -> None:
         """Stop reading and fail every pending request with ``ConnectionClosedError``. Idempotent."""
         self._mark_closed("closed")
-        self._reader_scope.cancel()
         if not self._reader_started:
+            self._reader_scope.cancel()
             self._reader_done.set()
+        elif not self._reader_done.is_set():
+            # Only a reader still running needs interrupting: anyio formats the calling task's repr into every
+            # first cancel of a scope, a real cost when the exit watch closes a peer whose reader saw EOF already.
+            self._reader_scope.cancel()
 
     async def wait_closed(self) -> None:
         """Wait until the reader has ended (or ``close()`` was called before ``run()``)."""
