@@ -374,7 +374,7 @@ class RunLifecycle(Generic[FailureT]):
         self._remove_listener_once()
         self._cancel_locally()
         try:
-            if self._published:
+            if self._published and not self._task_done.is_set():
                 with anyio.move_on_after(_RUN_TASK_STOP_TIMEOUT_S):
                     await self._task_done.wait()
         finally:
