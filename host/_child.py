@@ -124,8 +124,9 @@ class ChildConnection(Generic[HandleT]):
 
     async def _watch_exit(self) -> None:
         await self.handle.wait_outcome()
-        with anyio.move_on_after(EXIT_DRAIN_TIMEOUT_S):
-            await self.peer.wait_closed()
+        if not self._input_ended:  # else the reader has ended already: nothing left to drain
+            with anyio.move_on_after(EXIT_DRAIN_TIMEOUT_S):
+                await self.peer.wait_closed()
         self._end_input()
         self.peer.close()
 
