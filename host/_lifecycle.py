@@ -313,7 +313,8 @@ class RunLifecycle(Generic[FailureT]):
                 self._settle(result, locally_cancelled=self._cancelled)
             finally:
                 # Only reached unsettled when the host's task group itself is being cancelled.
-                self._settle(SubagentResult(output=self._output(), stop_reason="aborted"), locally_cancelled=True)
+                if self._result is None:
+                    self._settle(SubagentResult(output=self._output(), stop_reason="aborted"), locally_cancelled=True)
             if after_settle is not None:
                 await after_settle()
         finally:
@@ -328,7 +329,7 @@ class RunLifecycle(Generic[FailureT]):
             return
         self._on_local_cancel()
         self._cancelled = True
-        if self._published:
+        if self._published and self._result is None:
             self._settle(SubagentResult(output=self._output(), stop_reason="aborted"), locally_cancelled=True)
         if self._scope is not None:
             self._scope.cancel()
@@ -373,7 +374,7 @@ class RunLifecycle(Generic[FailureT]):
         self._remove_listener_once()
         self._cancel_locally()
         try:
-            if self._published:
+            if self._published and not self._task_done.is_set():
                 with anyio.move_on_after(_RUN_TASK_STOP_TIMEOUT_S):
                     await self._task_done.wait()
         finally:

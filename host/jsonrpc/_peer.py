@@ -118,7 +118,9 @@ class JsonRpcPeer:
         self._method_not_found = method_not_found
         self._max_line_bytes = max_line_bytes
         self._pending = PendingRequests()
-        self._write_lock = anyio.Lock()
+        # fast_acquire: an uncontended write does not yield at the lock as well as at its send (one checkpoint, not
+        # two, per message); acquiring still raises for a cancelled caller, and waiters still queue in order.
+        self._write_lock = anyio.Lock(fast_acquire=True)
         self._reader_scope = anyio.CancelScope()
         self._reader_started = False
         self._reader_done = anyio.Event()
@@ -178,9 +180,9 @@ class JsonRpcPeer:
             raise self._closed_error() from self._line_too_long
         request_id = self._next_id()
         data = encode_message(_envelope(request_id, method, params))
-        with self._pending.track(request_id, on_response) as outcome_stream:
+        with self._pending.track(request_id, on_response) as pending:
             await self._write(data)
-            outcome = await outcome_stream.receive()
+            outcome = await pending.receive()
         if outcome.error is not None:
             raise outcome.error
         if outcome.closed:
@@ -198,9 +200,13 @@ class JsonRpcPeer:
     def close(self) -> None:
         """Stop reading and fail every pending request with ``ConnectionClosedError``. Idempotent."""
         self._mark_closed("closed")
-        self._reader_scope.cancel()
         if not self._reader_started:
+            self._reader_scope.cancel()
             self._reader_done.set()
+        elif not self._reader_done.is_set():
+            # Only a reader still running needs interrupting: anyio formats the calling task's repr into every
+            # first cancel of a scope, a real cost when the exit watch closes a peer whose reader saw EOF already.
+            self._reader_scope.cancel()
 
     async def wait_closed(self) -> None:
         """Wait until the reader has ended (or ``close()`` was called before ``run()``)."""

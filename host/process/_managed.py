@@ -230,7 +230,7 @@ class ManagedProcess(ProcessHandle):
                 self.snapshot_descendants()
                 self._send_kill()
                 await self.wait_exit(grace_ms)
-            if self._stderr_tail is not None and self.tree_gone():
+            if self._stderr_tail is not None and not self._stderr_tail.closed.is_set() and self.tree_gone():
                 with anyio.move_on_after(_STDERR_SETTLE_S):
                     await self._stderr_tail.closed.wait()
             with anyio.move_on_after(grace_ms / 1000):

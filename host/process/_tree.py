@@ -101,17 +101,22 @@ class ProcessTree:
     def __init__(self, pgid: int) -> None:
         self.pgid = pgid
         self._members: dict[int, psutil.Process] = {}
-        try:
-            self._leader: psutil.Process | None = psutil.Process(pgid)
-        except psutil.Error:
-            self._leader = None
+        # Only psutil's scan (off Linux) needs a handle on the leader; the /proc walk needs just its pid, which
+        # cannot be reused while the leader is unreaped (the only time a snapshot is taken). Building the handle
+        # reads /proc/<pid>/stat, so a Linux run skips it.
+        self._leader: psutil.Process | None = None
+        if not _PROC_CHILDREN:
+            try:
+                self._leader = psutil.Process(pgid)
+            except psutil.Error:
+                pass
 
     def snapshot(self) -> None:
         """Add the leader's current descendants to the tree; call only while the leader is unreaped."""
-        if self._leader is None:
-            return
-        pids = descendant_pids(self._leader.pid)
+        pids = descendant_pids(self.pgid)
         if pids is None:
+            if self._leader is None:
+                return
             try:
                 children = self._leader.children(recursive=True)
             except (psutil.NoSuchProcess, psutil.AccessDenied):

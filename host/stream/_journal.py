@@ -186,7 +186,9 @@ class RunJournal:
     def _append(self, event_type: TranscriptEventType, data: dict[str, Any]) -> None:
         event = TranscriptEvent(seq=len(self._events), type=event_type, data=data)
         self._events.append(event)
-        self._deliver(EventFrame(run_id=self._run_id, event=event))
+        # No observer, no frame (as for chunks): a run without one builds nothing it would throw away.
+        if self._on_frame is not None:
+            self._deliver(EventFrame(run_id=self._run_id, event=event))
 
     def _deliver(self, frame: StreamFrame) -> None:
         if self._on_frame is None:

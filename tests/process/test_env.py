@@ -54,6 +54,24 @@ def test_child_env_defaults_to_the_scrubbed_host_environment(monkeypatch: pytest
     assert env["FORWARDED"] == "yes"
 
 
+def test_child_env_follows_every_change_to_the_host_environment_between_spawns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROCESS_TEST_CHANGING", "first")
+    monkeypatch.delenv("PROCESS_TEST_LATER", raising=False)
+    assert build_child_env({})["PROCESS_TEST_CHANGING"] == "first"
+    assert build_child_env({}, inherit="minimal").get("PROCESS_TEST_CHANGING") is None
+    monkeypatch.setenv("PROCESS_TEST_CHANGING", "second")
+    monkeypatch.setenv("PROCESS_TEST_LATER", "added")
+    env = build_child_env({})
+    assert (env["PROCESS_TEST_CHANGING"], env["PROCESS_TEST_LATER"]) == ("second", "added")
+    monkeypatch.delenv("PROCESS_TEST_CHANGING")
+    monkeypatch.setenv("LC_PROCESS_TEST", "x")
+    assert "PROCESS_TEST_CHANGING" not in build_child_env({})
+    assert build_child_env({}, inherit="minimal")["LC_PROCESS_TEST"] == "x"
+    # Each call returns its own dict: a caller's edit never reaches the next child.
+    build_child_env({})["PROCESS_TEST_LATER"] = "edited"
+    assert build_child_env({})["PROCESS_TEST_LATER"] == "added"
+
+
 @pytest.mark.parametrize(
     ("returncode", "expected"),
     [
