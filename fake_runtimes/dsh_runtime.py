@@ -186,6 +186,8 @@ class _FakeRuntime:
         elif method == "session/prompt":
             self._prompt(request_id, params)
         elif method == "shutdown":
+            if _switch("FAKE_IGNORE_SHUTDOWN") is not None:
+                return
             self._result(request_id, {})
             if _switch("FAKE_IGNORE_EOF") is None:
                 _exit_now(0)

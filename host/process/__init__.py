@@ -10,7 +10,7 @@ shutting down (``serve``) binds a ``GraceCap``, which shortens the ladder's grac
 from __future__ import annotations
 
 from host.process._env import build_child_env, scrubbed_names
-from host.process._graces import GraceCap, bind_grace_cap, term_grace
+from host.process._graces import GraceCap, bind_grace_cap, eof_rung, term_grace
 from host.process._handle import ProcessHandle
 from host.process._keeper import hold_keeper, release_keeper
 from host.process._ladder import SharedTeardown, climb_teardown_ladder, run_teardown_ladder
@@ -28,6 +28,7 @@ __all__ = [
     "bind_grace_cap",
     "build_child_env",
     "climb_teardown_ladder",
+    "eof_rung",
     "hold_keeper",
     "reap_orphans",
     "release_keeper",

@@ -12,7 +12,8 @@ import anyio
 import psutil
 import pytest
 
-from tests._provider_helpers import is_gone, wait_for_ready_marker, wait_until_gone
+from tests._provider_helpers import is_gone, wait_for_file, wait_for_ready_marker, wait_until_gone
+from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.server._helpers import SERVE_TIMEOUT_S, RawServer, acp_entry, write_config
 
 pytestmark = pytest.mark.anyio
@@ -126,3 +127,29 @@ async def test_a_second_signal_ends_the_eof_wait_at_once_and_a_sigterm_trap_is_k
     assert returncode == 0
     assert elapsed < SHUTDOWN_BOUND_S
     assert all(is_gone(pid) for pid in trap_pids)
+
+
+async def test_shutdown_caps_a_dsh_sdk_runtimes_unanswered_shutdown_request_like_the_eof_rung(tmp_path: Path) -> None:
+    init_file = tmp_path / "sdk.init"
+    sdk = {
+        "kind": "dsh-sdk",
+        "command": PYTHON,
+        "args": [str(FAKE_DSH_RUNTIME)],
+        # Its own bound on the unanswered `shutdown` request (5 s) would not fit the 2 s an MCP client waits.
+        "shutdown_timeout_ms": 5000,
+        "env": {"FAKE_HANG_PROMPT": "1", "FAKE_IGNORE_SHUTDOWN": "1", "FAKE_RECORD_INIT": str(init_file)},
+    }
+    config = write_config(tmp_path, {"sdk": sdk})
+    with anyio.fail_after(SERVE_TIMEOUT_S):
+        async with RawServer.open(config) as server:
+            await server.initialize()
+            await start_call(server, 1, "sdk")
+            await wait_for_file(init_file)
+            runtimes = [proc.pid for proc in psutil.Process(server.process.pid).children()]
+            started = anyio.current_time()
+            await server.close_stdin()
+            returncode = await server.process.wait()
+            elapsed = anyio.current_time() - started
+    assert returncode == 0
+    assert elapsed < SHUTDOWN_BOUND_S
+    assert runtimes and all(is_gone(pid) for pid in runtimes)

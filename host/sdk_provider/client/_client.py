@@ -30,7 +30,7 @@ from host._exceptions import (
 )
 from host._json import ContentBlock
 from host.jsonrpc import JsonRpcPeer
-from host.process import ManagedProcess, ProcessOutcome, build_child_env, spawn_managed
+from host.process import ManagedProcess, ProcessOutcome, build_child_env, eof_rung, spawn_managed
 from host.sdk_provider.client._consume import consume_session_run
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec
@@ -334,7 +334,9 @@ class SdkClient:
         # of the group is re-parented away and could no longer be found.
         handle.snapshot_descendants()
         try:
-            await self._request("shutdown", {}, self._spec.shutdown_timeout_ms)
+            # The polite rung before stdin EOF: a process shutting down (serve) caps it like the EOF rung.
+            with eof_rung(self._spec.shutdown_timeout_ms) as bound_ms:
+                await self._request("shutdown", {}, bound_ms)
         except Exception as exc:  # host-only by contract: a failed shutdown only escalates to the ladder
             handle.append_stderr_line(_SHUTDOWN_FAILED_NOTE.format(message=exc))
             logger.debug("DSH SDK runtime %d: shutdown request failed", handle.pid, exc_info=True)
