@@ -9,6 +9,9 @@ Whole processes, interleaved, median wall time and mean CPU (user + system of th
 Every process gets a private ``PYTHONPYCACHEPREFIX`` (and no ``PYTHONDONTWRITEBYTECODE``), written by the warm-up
 run, so modules load from bytecode as in an installed package; ``BENCH_BYTECODE=0`` keeps the caller's setting (with
 ``PYTHONDONTWRITEBYTECODE=1`` every project module is then compiled from source on every start).
+``BENCH_BASE=<checkout>`` adds the two ``subagent-host`` commands run from another checkout of the repository
+(``PYTHONPATH=<checkout>``, e.g. ``git archive main | tar -x -C /tmp/base``), interleaved with the rest: a before
+and after under the same load.
 """
 
 from __future__ import annotations
@@ -27,12 +30,17 @@ SCRIPT = str(Path(sys.executable).parent / "subagent-host")
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 BYTECODE = os.environ.get("BENCH_BYTECODE", "1") != "0"
 
+BASE = os.environ.get("BENCH_BASE")
+
 COMMANDS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "subagent-host --version": [SCRIPT, "--version"],
     "stdlib spawn + handshake": [sys.executable, str(REPO / "bench" / "_stdlib_echo_client.py")],
     "subagent-host run --json hello": [SCRIPT, "run", "--json", "hello"],
 }
+if BASE:
+    COMMANDS["base: subagent-host --version"] = [SCRIPT, "--version"]
+    COMMANDS["base: subagent-host run --json hello"] = [SCRIPT, "run", "--json", "hello"]
 
 
 def _children_cpu() -> float:
@@ -57,12 +65,12 @@ def main() -> None:
         if BYTECODE:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = os.path.join(cwd, "pycache")
+        envs = {name: dict(env, PYTHONPATH=BASE) if BASE and name.startswith("base:") else env for name in COMMANDS}
         for name, argv in COMMANDS.items():
-            measure(argv, cwd, env)  # warm the page cache
-            del name
+            measure(argv, cwd, envs[name])  # warm the page cache (and write the bytecode)
         for _ in range(RUNS):
             for name, argv in COMMANDS.items():
-                wall, cpu = measure(argv, cwd, env)
+                wall, cpu = measure(argv, cwd, envs[name])
                 walls[name].append(wall)
                 cpus[name].append(cpu)
     median = {name: statistics.median(values) for name, values in walls.items()}
@@ -78,6 +86,9 @@ def main() -> None:
     run_ratio = median["subagent-host run --json hello"] / median["stdlib spawn + handshake"]
     print(f"  --version / python -c pass:            {version_ratio:.2f}x (target <= 3x)")
     print(f"  run --json hello / stdlib handshake:   {run_ratio:.2f}x (target <= 3x)")
+    if BASE:
+        base_ratio = median["base: subagent-host run --json hello"] / median["stdlib spawn + handshake"]
+        print(f"  base: run --json hello / stdlib handshake: {base_ratio:.2f}x")
 
 
 if __name__ == "__main__":
