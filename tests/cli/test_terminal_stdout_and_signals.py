@@ -72,10 +72,10 @@ def _read_screen_until(leader: int, screen: bytearray, shown: bytes, *, also: Pa
 
 
 def test_on_a_terminal_the_status_line_shows_handshake_from_the_spawn_until_the_child_answered(tmp_path: Path) -> None:
-    at_new_session, go, prompted = tmp_path / "at-new-session", tmp_path / "go", tmp_path / "prompted"
-    # The child holds the handshake's session/new until `go` exists, then hangs in the prompt (state `running`).
+    at_initialize, go, prompted = tmp_path / "at-initialize", tmp_path / "go", tmp_path / "prompted"
+    # The child holds its answer to `initialize` until `go` exists, then hangs in the prompt (state `running`).
     entry = acp_entry(
-        MOCK_NEWSESSION_READY=str(at_new_session), MOCK_NEWSESSION_GO=str(go), MOCK_HANG="1",
+        MOCK_INITIALIZE_READY=str(at_initialize), MOCK_INITIALIZE_GO=str(go), MOCK_HANG="1",
         MOCK_READY_FILE=str(prompted),
     )  # fmt: skip
     config = write_config(tmp_path, {"op": entry})
@@ -87,7 +87,7 @@ def test_on_a_terminal_the_status_line_shows_handshake_from_the_spawn_until_the_
     os.close(follower)
     screen = bytearray()
     try:
-        _read_screen_until(leader, screen, b"subagent-host: op handshake ", also=at_new_session)
+        _read_screen_until(leader, screen, b"subagent-host: op handshake ", also=at_initialize)
         assert b"subagent-host: op running " not in screen
         go.write_text("go")
         _read_screen_until(leader, screen, b"subagent-host: op running ", also=prompted)
