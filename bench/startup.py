@@ -5,6 +5,13 @@ Whole processes, interleaved, median wall time and mean CPU (user + system of th
 * ``subagent-host --version`` next to ``python -c pass``: target <= 3x;
 * ``subagent-host run --json hello`` (built-in echo) next to a stdlib spawn-and-handshake script doing the same
   ACP exchange (``bench/_stdlib_echo_client.py``): target <= 3x.
+
+Every process gets a private ``PYTHONPYCACHEPREFIX`` (and no ``PYTHONDONTWRITEBYTECODE``), written by the warm-up
+run, so modules load from bytecode as in an installed package; ``BENCH_BYTECODE=0`` keeps the caller's setting (with
+``PYTHONDONTWRITEBYTECODE=1`` every project module is then compiled from source on every start).
+``BENCH_BASE=<checkout>`` adds the two ``subagent-host`` commands run from another checkout of the repository
+(``PYTHONPATH=<checkout>``, e.g. ``git archive main | tar -x -C /tmp/base``), interleaved with the rest: a before
+and after under the same load.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = str(Path(sys.executable).parent / "subagent-host")
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
+BYTECODE = os.environ.get("BENCH_BYTECODE", "1") != "0"
+
+BASE = os.environ.get("BENCH_BASE")
 
 COMMANDS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -28,6 +38,9 @@ COMMANDS: dict[str, list[str]] = {
     "stdlib spawn + handshake": [sys.executable, str(REPO / "bench" / "_stdlib_echo_client.py")],
     "subagent-host run --json hello": [SCRIPT, "run", "--json", "hello"],
 }
+if BASE:
+    COMMANDS["base: subagent-host --version"] = [SCRIPT, "--version"]
+    COMMANDS["base: subagent-host run --json hello"] = [SCRIPT, "run", "--json", "hello"]
 
 
 def _children_cpu() -> float:
@@ -49,23 +62,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as cwd:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "FAKE_", "SUBAGENT_HOST_"))}
         env["XDG_CONFIG_HOME"] = cwd  # no user config: the built-in echo
+        if BYTECODE:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = os.path.join(cwd, "pycache")
+        envs = {name: dict(env, PYTHONPATH=BASE) if BASE and name.startswith("base:") else env for name in COMMANDS}
         for name, argv in COMMANDS.items():
-            measure(argv, cwd, env)  # warm the page cache
-            del name
+            measure(argv, cwd, envs[name])  # warm the page cache (and write the bytecode)
         for _ in range(RUNS):
             for name, argv in COMMANDS.items():
-                wall, cpu = measure(argv, cwd, env)
+                wall, cpu = measure(argv, cwd, envs[name])
                 walls[name].append(wall)
                 cpus[name].append(cpu)
     median = {name: statistics.median(values) for name, values in walls.items()}
     cpu = {name: statistics.fmean(values) for name, values in cpus.items()}
-    print(f"CLI cold start, {RUNS} interleaved runs each (median wall, mean CPU per run):")
+    bytecode = "cached bytecode" if BYTECODE else "the caller's bytecode setting"
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"CLI cold start, {RUNS} interleaved runs each, {bytecode}, load average {load}")
+    print("(median wall (min-max), mean CPU of the process and its children):")
     for name in COMMANDS:
-        print(f"  {name:<32} {median[name] * 1000:7.1f} ms wall  {cpu[name] * 1000:7.1f} ms CPU")
+        low, high = min(walls[name]) * 1000, max(walls[name]) * 1000
+        print(f"  {name:<32} {median[name] * 1000:7.1f} ms wall ({low:.1f}-{high:.1f})  {cpu[name] * 1000:7.1f} ms CPU")
     version_ratio = median["subagent-host --version"] / median["python -c pass"]
     run_ratio = median["subagent-host run --json hello"] / median["stdlib spawn + handshake"]
     print(f"  --version / python -c pass:            {version_ratio:.2f}x (target <= 3x)")
     print(f"  run --json hello / stdlib handshake:   {run_ratio:.2f}x (target <= 3x)")
+    if BASE:
+        base_ratio = median["base: subagent-host run --json hello"] / median["stdlib spawn + handshake"]
+        print(f"  base: run --json hello / stdlib handshake: {base_ratio:.2f}x")
 
 
 if __name__ == "__main__":

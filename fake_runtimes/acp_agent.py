@@ -187,6 +187,7 @@ class _Agent:
             _append_line(record, compact_json(params))
         if _flag("MOCK_CRASH_ON_INITIALIZE"):
             os._exit(EXIT_CRASH_ON_INITIALIZE)
+        self.gate("MOCK_INITIALIZE_READY", "MOCK_INITIALIZE_GO", "at-initialize")
         self.respond(
             request_id,
             {
@@ -196,16 +197,20 @@ class _Agent:
             },
         )
 
-    def on_new_session(self, request_id: object, params: JsonObject) -> None:
-        cwd = params.get("cwd")
-        self.session_cwd = cwd if isinstance(cwd, str) else None
-        ready, go = _env("MOCK_NEWSESSION_READY"), _env("MOCK_NEWSESSION_GO")
+    def gate(self, ready_name: str, go_name: str, marker: str) -> None:
+        """With both variables set: write ``marker`` to the READY file, then wait for the GO file (stdin EOF exits)."""
+        ready, go = _env(ready_name), _env(go_name)
         if ready and go:
-            write_file_atomically(ready, "at-newSession")
+            write_file_atomically(ready, marker)
             while not os.path.exists(go):
                 if self.eof_seen.is_set():
                     _on_stdin_eof()
                 time.sleep(_GATE_POLL_SECONDS)
+
+    def on_new_session(self, request_id: object, params: JsonObject) -> None:
+        cwd = params.get("cwd")
+        self.session_cwd = cwd if isinstance(cwd, str) else None
+        self.gate("MOCK_NEWSESSION_READY", "MOCK_NEWSESSION_GO", "at-newSession")
         if _flag("MOCK_MISSING_SESSION_ID"):
             self.respond(request_id, {})
             return

@@ -16,6 +16,7 @@ from typing import Final, Generic, Protocol, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
+from host._spawned import notify_spawned
 from host.jsonrpc import JsonRpcPeer
 from host.process import ProcessHandle, SharedTeardown, climb_teardown_ladder
 
@@ -180,6 +181,7 @@ async def open_child_connection(
     with anyio.CancelScope(shield=True):
         handle = await spawn()
     assert handle is not None  # the shield only defers cancellation; it never swallows the spawn's outcome
+    notify_spawned()  # the call's observer (RunHooks.on_spawn): spawned, the handshake comes next
     connection = ChildConnection(
         handle,
         make_peer(handle),

@@ -39,7 +39,7 @@ _NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
 class AgentOptions(BaseModel):
     """Per-run overrides of the child's route; only providers with the ``agent_options`` capability accept them."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built when first given
 
     provider: _NonEmptyStr | None = None
     """The model provider the child should use."""

@@ -21,13 +21,11 @@ from anyio.abc import TaskGroup
 
 from host._contracts import Provider
 from host._exceptions import SubagentHostError
-from host.acp_provider import AcpProvider
 from host.cancel import CancelController, CancelSignal, fuse
 from host.config import EntryConfig, HostConfig, load_config
 from host.diagnostics import JobOutcome
 from host.process import hold_keeper, release_keeper, term_grace
 from host.records import RecordObserver, RunRecording, resolve_state_dir
-from host.sdk_provider import DshSdkProvider
 from host.tools import (
     JobDoneListener,
     JobRunner,
@@ -64,10 +62,15 @@ class _ClosableProvider(Provider, Protocol):
 
 
 def _create_provider(entry: EntryConfig, task_group: TaskGroup, recording: RunRecording | None) -> _ClosableProvider:
+    # A provider package is imported only once an entry of its kind is configured (the command line's cold start).
     provider: _ClosableProvider
     if entry.kind == "acp":
+        from host.acp_provider import AcpProvider
+
         provider = AcpProvider(entry, task_group=task_group)
     else:
+        from host.sdk_provider import DshSdkProvider
+
         provider = DshSdkProvider(entry, task_group=task_group)
     return recording.wrap(provider, entry) if recording is not None else provider
 

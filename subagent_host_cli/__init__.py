@@ -36,7 +36,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(parsed)
     if received.first is not None:
         sys.exit(_early.interrupted_before_start(received.first, as_json=parsed.as_json))
-    from host.cli import run_command  # the heavy import: a signal now is recorded and honoured by the command
+    # The heavy import: a signal now is recorded and honoured by the command. What it builds lives until exit, so
+    # no collection runs during it, and it is then frozen: later collections, and the interpreter's last one at
+    # exit, never walk it again.
+    import gc
+
+    gc.disable()
+    from host.cli import run_command
+
+    gc.freeze()
+    gc.enable()
 
     try:
         status = run_command(parsed.args, received)
@@ -48,4 +57,5 @@ def main(argv: list[str] | None = None) -> None:
     # late signal would then kill the process with its own status: ignore them for the last instant instead.
     for signum in _early.HANDLED_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    gc.freeze()  # about to exit: the interpreter's last collection need not walk every live object
     sys.exit(status)

@@ -2,7 +2,8 @@
 
 ``run_command`` takes the parsed command line and the first signal recorded during start-up, and returns the exit
 status: ``run`` (``_run``), ``runs`` (``_runs``), ``providers`` (``_providers``), ``check`` (``_checks``) and
-``serve`` (``host.server``, which alone imports the MCP SDK).
+``serve`` (``host.server``, which alone imports the MCP SDK). Only ``run`` is imported up front: every other
+command's module is imported when that command runs (the cold start of ``run``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,9 @@ import argparse
 
 import anyio
 
-from host.cli._checks import check_providers
 from host.cli._logs import install_logging
 from host.cli._output import Output
-from host.cli._providers import list_providers
 from host.cli._run import run_task
-from host.cli._runs import run_runs_command
 from host.cli._support import RecordedSignals
 
 __all__ = ["run_command"]
@@ -25,6 +23,8 @@ __all__ = ["run_command"]
 def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
     """Run the parsed command and return its exit status."""
     if args.command == "runs":
+        from host.cli._runs import run_runs_command
+
         return run_runs_command(args)
     if args.command == "serve":
         from host.server import run_serve  # the MCP SDK is imported only once serving starts
@@ -42,7 +42,11 @@ async def _dispatch(args: argparse.Namespace, received: RecordedSignals) -> int:
     output = Output()
     install_logging(output, level=args.log_level, log_format=args.log_format)
     if args.command == "providers":
+        from host.cli._providers import list_providers
+
         return list_providers(args, output)
     if args.command == "check":
+        from host.cli._checks import check_providers
+
         return await check_providers(args, received, output)
     return await run_task(args, received, output)

@@ -82,6 +82,9 @@ class _Invocation:
     received: signal.Signals | None = None
     printed: bool = False
 
+    def on_spawn(self) -> None:
+        self.status.set_state("handshake")
+
     def on_frame(self, frame: StreamFrame) -> None:
         if isinstance(frame, EventFrame) and frame.event.type == "run/start":
             self.status.set_state("running")
@@ -215,7 +218,7 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
     )
     state_dir = None if args.no_record else resolve_state_dir(args.state_dir)
     controller = CancelController()
-    hooks = RunHooks(on_frame=invocation.on_frame, on_result=invocation.on_result)
+    hooks = RunHooks(on_frame=invocation.on_frame, on_result=invocation.on_result, on_spawn=invocation.on_spawn)
     tool_result: ToolResult | None = None
     broken = False
     # A grandchild that setsid()-s away from a child that then exits escapes the teardown's process-group and

@@ -1,7 +1,8 @@
-"""The one-line status on a stderr terminal: provider, state (starting, running, tearing down) and elapsed time.
+"""The one-line status on a stderr terminal: provider, state (starting, handshake, running, tearing down), elapsed.
 
-Quiet when stderr is not a terminal. The state comes from what the CLI observes: ``starting`` until the run is
-published (spawn and handshake), ``running`` from its first frame, ``tearing down`` once its result settled.
+Quiet when stderr is not a terminal. The state comes from what the CLI observes: ``starting`` until the child is
+spawned (``RunHooks.on_spawn``), ``handshake`` until the run is published, ``running`` from its first frame,
+``tearing down`` once its result settled.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class AcpEntryConfig(BaseModel):
 class SdkEntryConfig(BaseModel):
     """One validated ``kind = "dsh-sdk"`` provider entry (docs/behaviour.md#config-dsh-sdk-entry)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built by the first such entry
 
     kind: Literal["dsh-sdk"] = "dsh-sdk"
     """The provider kind."""

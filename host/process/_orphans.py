@@ -9,7 +9,6 @@ Everything is bounded and shielded; elsewhere ``adopt_orphans`` is a no-op.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import signal
@@ -41,7 +40,8 @@ def adopt_orphans() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        # The process's own symbols, libc among them: find_library("c") would spawn ldconfig for the same answer.
+        libc = ctypes.CDLL(None, use_errno=True)
         adopted = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         adopted = False

@@ -30,7 +30,8 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 class _Chunk(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built on first use (inherited): a run builds only the chunk types it meets (the command line's cold start).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     index: int
     """The host-allocated block index the chunk targets."""
@@ -79,7 +80,7 @@ StreamChunk: TypeAlias = Annotated[
     TextDelta | ReasoningDelta | ToolCallChunk | BlockStart | BlockEnd, Field(discriminator="type")
 ]
 
-stream_chunk_adapter: TypeAdapter[StreamChunk] = TypeAdapter(StreamChunk)
+stream_chunk_adapter: TypeAdapter[StreamChunk] = TypeAdapter(StreamChunk, config=ConfigDict(defer_build=True))
 """Validates a serialized chunk back into its model (by ``type``)."""
 
 

@@ -65,7 +65,7 @@ class TranscriptEvent(BaseModel):
 class ChunkFrame(BaseModel):
     """A live chunk of one run, delivered while the provider's reader processes the update."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built unvalidated on the hot path
 
     type: Literal["chunk"] = "chunk"
     run_id: str

@@ -7,7 +7,7 @@ The arguments are validated *inside* the body, so an argument failure counts as 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -52,12 +52,39 @@ def define_tool(
     return ToolDefinition(
         name=name,
         description=description,
-        parameters=params.model_json_schema(),
+        parameters=_JsonSchemaOf(params),
         output=output,
         execute=body,
         finalize_content=finalize_content,
         timeout_ms=timeout_ms,
     )
+
+
+class _JsonSchemaOf(Mapping[str, Any]):
+    """A model's JSON Schema, generated on first read: a command-line run never reads its tools' schemas."""
+
+    __slots__ = ("_params", "_schema")
+
+    def __init__(self, params: type[BaseModel]) -> None:
+        self._params = params
+        self._schema: dict[str, Any] | None = None
+
+    def _generated(self) -> dict[str, Any]:
+        if self._schema is None:
+            self._schema = self._params.model_json_schema()
+        return self._schema
+
+    def __getitem__(self, key: str) -> Any:
+        return self._generated()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._generated())
+
+    def __len__(self) -> int:
+        return len(self._generated())
+
+    def __repr__(self) -> str:
+        return repr(self._generated())
 
 
 def _argument_violations(error: ValidationError) -> list[str]:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, TypeAd
 from host._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host._exceptions import AggregateError, SubagentHostError, SubagentRunError, describe_error
 from host._json import ContentBlock, JsonValue
+from host._spawned import observe_spawns
 from host.cancel import CancelSignal
 from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
@@ -68,6 +69,8 @@ class RunHooks:
     """Receives the run's live stream and transcript frames."""
     on_result: Callable[[str, SubagentResult], None] | None = None
     """Called with ``(run_id, result)`` as soon as the run settled, before it is disposed."""
+    on_spawn: Callable[[], None] | None = None
+    """Called once the run's child process was spawned, before its handshake (a host-side fact only)."""
 
 
 HooksOf = Callable[[ToolRunContext], RunHooks | None]
@@ -160,7 +163,8 @@ def create_delegation_tool(
         check_capabilities(provider, request)
         if args.run_in_background:
             return _start_background(provider, request, jobs() if jobs is not None else None, entry.timeout_ms)
-        run = await provider.start(request)
+        with observe_spawns(hooks.on_spawn if hooks is not None else None):
+            run = await provider.start(request)
         if hooks is not None and hooks.on_result is not None:
             await _report_result(run, hooks.on_result)
         return await settle_foreground_run(run)

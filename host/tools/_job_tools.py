@@ -48,7 +48,7 @@ _JOB_KILL_DESCRIPTION: Final = (
 
 
 class _JobOutputArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built by the first call or schema read
 
     job_id: Annotated[StrictStr, Field(description=_JOB_ID_DESCRIPTION)]
     wait: StrictBool = Field(
@@ -63,11 +63,11 @@ class _JobOutputArgs(BaseModel):
 
 
 class _JobListArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built by the first call or schema read
 
 
 class _JobKillArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built by the first call or schema read
 
     job_id: Annotated[StrictStr, Field(description=_JOB_ID_DESCRIPTION)]
     reason: StrictStr | None = Field(

@@ -59,6 +59,49 @@ def test_on_a_terminal_child_control_sequences_are_neutralised_and_a_status_line
     assert "subagent-host: op " in text  # the status line: provider, state, elapsed
 
 
+def _read_screen_until(leader: int, screen: bytearray, shown: bytes, *, also: Path | None = None) -> None:
+    """Append what the terminal shows to ``screen`` until ``shown`` is on it (and ``also`` exists); bounded."""
+    deadline = time.monotonic() + CLI_TIMEOUT_S
+    while shown not in screen or (also is not None and not also.exists()):
+        assert time.monotonic() < deadline, f"{shown!r} never shown: {bytes(screen)!r}"
+        ready, _, _ = select.select([leader], [], [], 0.05)
+        if ready:
+            chunk = os.read(leader, 65536)
+            assert chunk, f"the terminal closed before {shown!r} was shown: {bytes(screen)!r}"
+            screen += chunk
+
+
+def test_on_a_terminal_the_status_line_shows_handshake_from_the_spawn_until_the_child_answered(tmp_path: Path) -> None:
+    at_initialize, go, prompted = tmp_path / "at-initialize", tmp_path / "go", tmp_path / "prompted"
+    # The child holds its answer to `initialize` until `go` exists, then hangs in the prompt (state `running`).
+    entry = acp_entry(
+        MOCK_INITIALIZE_READY=str(at_initialize), MOCK_INITIALIZE_GO=str(go), MOCK_HANG="1",
+        MOCK_READY_FILE=str(prompted),
+    )  # fmt: skip
+    config = write_config(tmp_path, {"op": entry})
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [SCRIPT, "run", "--config", str(config), "x"],
+        cwd=tmp_path, env=script_env(tmp_path), stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    screen = bytearray()
+    try:
+        _read_screen_until(leader, screen, b"subagent-host: op handshake ", also=at_initialize)
+        assert b"subagent-host: op running " not in screen
+        go.write_text("go")
+        _read_screen_until(leader, screen, b"subagent-host: op running ", also=prompted)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=CLI_TIMEOUT_S) == 130
+    finally:
+        go.write_text("go")
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert screen.index(b"subagent-host: op handshake ") < screen.index(b"subagent-host: op running ")
+
+
 def test_off_a_terminal_there_is_no_status_line_and_child_text_is_verbatim(tmp_path: Path) -> None:
     config = operator_config(tmp_path, "escape")
     done = subprocess.run(

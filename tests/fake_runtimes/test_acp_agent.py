@@ -765,6 +765,18 @@ async def test_new_session_gate_writes_ready_and_answers_only_after_go(tmp_path:
     assert_wire_conforms(agent)
 
 
+async def test_initialize_gate_writes_ready_and_answers_only_after_go(tmp_path: Path) -> None:
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    env = {"MOCK_INITIALIZE_READY": str(ready), "MOCK_INITIALIZE_GO": str(go)}
+    with anyio.fail_after(PROCESS_TIMEOUT):
+        async with open_agent(env) as agent:
+            init_id = await agent.request("initialize", INITIALIZE_PARAMS)
+            assert await wait_for_file(ready) == "at-initialize"
+            go.write_text("go")
+            assert await agent.receive() == _result(init_id, INITIALIZE_RESULT)
+    assert_wire_conforms(agent)
+
+
 async def test_stdin_eof_while_gated_exits_0(tmp_path: Path) -> None:
     ready, go = tmp_path / "ready", tmp_path / "go"
     env = {"MOCK_NEWSESSION_READY": str(ready), "MOCK_NEWSESSION_GO": str(go)}
