@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,6 +228,8 @@ def _unset_error(name: str, table: object, *, base_dir: str, environ: Mapping[st
 
 def _read_toml(config_path: str) -> dict[str, object]:
     """Read and parse one TOML file, mapping I/O and syntax failures to ``ConfigError``."""
+    import tomllib  # only when a config file is read: the built-in echo needs no parser (the cold start)
+
     try:
         with open(config_path, "rb") as file:
             return tomllib.load(file)

@@ -1,5 +1,5 @@
 """The cold start of ``run``: a run on the built-in echo imports neither the other commands, nor the DSH SDK
-provider, nor the server and its MCP SDK (docs/design.md, the console entry)."""
+provider, nor the server and its MCP SDK, nor a TOML parser it has no file for (docs/design.md, the console entry)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ _NEVER_IMPORTED_BY_RUN = (
     "host.cli._providers",
     "host.cli._runs",
     "mcp",
+    "tomllib",
 )
 
 
