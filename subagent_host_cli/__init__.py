@@ -58,4 +58,38 @@ def main(argv: list[str] | None = None) -> None:
     for signum in _early.HANDLED_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     gc.freeze()  # about to exit: the interpreter's last collection need not walk every live object
+    if argv is None and parsed.args.command != "serve":
+        _exit_without_finalization(status)
     sys.exit(status)
+
+
+def _exit_without_finalization(status: int) -> None:
+    """Exit with ``status``, skipping the interpreter's module teardown, when nothing can be lost by that.
+
+    The ``atexit`` hooks run first (the host's last-resort kill of the trees it still owns, logging's flush and the
+    ``weakref.finalize`` hooks), stdout and stderr are flushed, and no thread other than daemons may be alive.
+    Returns (to the ordinary ``sys.exit``) when a non-daemon thread is alive or a flush fails: that path then
+    reports it exactly as before. Only the console script does this, never ``main(argv)`` called in-process.
+    """
+    import atexit
+    import os
+    import threading
+
+    if any(not thread.daemon and thread is not threading.main_thread() for thread in threading.enumerate()):
+        return
+    if not _flushed():
+        return
+    atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage]
+    if _flushed():
+        os._exit(status)
+
+
+def _flushed() -> bool:
+    """Flush stdout and stderr (either may be absent); ``False`` if a flush failed."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # pyright: ignore[reportUnnecessaryComparison]
+                stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
