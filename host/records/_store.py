@@ -156,21 +156,26 @@ def prune_runs(state_dir: Path, keep: int) -> PruneOutcome:
 
 
 def count_transcripts(state_dir: Path) -> int:
-    """How many transcripts the runs directory holds (cheap: no file is read)."""
-    return sum(1 for _ in _transcripts(runs_dir(state_dir)))
+    """How many transcripts the runs directory holds (cheap: no file is read, no ``Path`` is built; every run)."""
+    return sum(1 for _ in _transcript_entries(runs_dir(state_dir)))
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------
 
 
 def _transcripts(runs: Path) -> Iterator[Path]:
+    for entry in _transcript_entries(runs):
+        yield Path(entry.path)
+
+
+def _transcript_entries(runs: Path) -> Iterator[os.DirEntry[str]]:
     try:
         entries = list(os.scandir(runs))
     except FileNotFoundError:
         return
     for entry in entries:
         if entry.name.endswith(_SUFFIX) and entry.is_file(follow_symlinks=False):
-            yield Path(entry.path)
+            yield entry
 
 
 def _sorted_transcripts(state_dir: Path) -> list[Path]:
