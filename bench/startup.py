@@ -62,6 +62,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as cwd:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "FAKE_", "SUBAGENT_HOST_"))}
         env["XDG_CONFIG_HOME"] = cwd  # no user config: the built-in echo
+        env["XDG_STATE_HOME"] = cwd  # run records in a private state directory, not the user's
         if BYTECODE:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = os.path.join(cwd, "pycache")
