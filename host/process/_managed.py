@@ -151,6 +151,8 @@ class ManagedProcess(ProcessHandle):
         Returns:
             ``True`` once the tree is gone, ``False`` when the bound expired first.
         """
+        if self.tree_gone():  # already gone (the usual case in the ladder): no bounded wait to enter
+            return True
         with anyio.move_on_after(max(bound_ms, 0.0) / 1000):
             if self.outcome is None:
                 await self._process.wait()
@@ -233,7 +235,10 @@ class ManagedProcess(ProcessHandle):
             if self._stderr_tail is not None and not self._stderr_tail.closed.is_set() and self.tree_gone():
                 with anyio.move_on_after(_STDERR_SETTLE_S):
                     await self._stderr_tail.closed.wait()
-            with anyio.move_on_after(grace_ms / 1000):
+            if self.outcome is None:
+                with anyio.move_on_after(grace_ms / 1000):
+                    await self._process.aclose()
+            else:  # the exit is known: closing the pipes and anyio's wait finish within a loop pass, no bound to enter
                 await self._process.aclose()
             if self._ticket is not None:
                 # Whatever of the run escaped the tree (setsid + orphaned, double-forked) is the keeper's to end.
