@@ -248,7 +248,7 @@ class SdkRun:
             if self._budget.exceeded:
                 # The event crossed the bound: the output keeps only its text the stream kept.
                 for chunk in kept:
-                    if type(chunk) is TextDelta:
+                    if isinstance(chunk, TextDelta):
                         self._fold.append_text(chunk.text)
             else:
                 self._fold.observe(event)
