@@ -34,7 +34,7 @@ def test_the_queue_bound_defaults_to_four_times_max_output_bytes_and_at_least_on
     spec = SdkRunSpec(command="runtime", cwd="/")
     assert spec.queue_bytes == 32 * _MIB
     assert replace(spec, max_output_bytes=15).queue_bytes == _MIB
-    assert replace(spec, max_queued_bytes=5).queue_bytes == 5
+    assert replace(spec, max_output_bytes=3 * _MIB).queue_bytes == 12 * _MIB
 
 
 async def test_a_flood_before_the_receipt_ends_the_run_with_the_output_limit_diagnostic(tmp_path: Path) -> None:
@@ -66,8 +66,9 @@ async def test_a_flood_within_the_queue_bound_is_skipped_and_the_run_completes(t
     }
 
 
-async def test_max_queued_bytes_sets_the_bound(tmp_path: Path) -> None:
-    spec = replace(runtime_spec(tmp_path, FAKE_PRE_RECEIPT_FLOOD_MIB="4"), max_queued_bytes=3 * _MIB)
+async def test_a_smaller_max_output_bytes_lowers_the_queue_bound(tmp_path: Path) -> None:
+    # 256 KiB of output: a 1 MiB queue, which 4 MiB before the receipt overflows.
+    spec = replace(runtime_spec(tmp_path, FAKE_PRE_RECEIPT_FLOOD_MIB="4"), max_output_bytes=256 * 1024)
     result = await run_to_result(spec)
     assert result.stop_reason == "error"
     assert result.diagnostic == "Subagent failure (provider: DSH SDK; stage: session-run; category: output-limit)"

@@ -65,14 +65,10 @@ class SdkRunSpec:
     max_output_bytes: int = MAX_OUTPUT_BYTES
     """Bounds what the run keeps (docs/behaviour.md#stream-output-bound); past it the run ends ``error`` /
     ``output-limit``."""
-    max_queued_bytes: int | None = None
-    """Bounds the memory of the notifications queued before the prompt's response; ``None``:
-    ``QUEUE_BYTES_PER_OUTPUT_BYTE`` times ``max_output_bytes``, at least ``MIN_QUEUE_BYTES``
-    (docs/behaviour.md#sdk-client-subscription)."""
 
     @property
     def queue_bytes(self) -> int:
-        """The resolved bound of the pre-receipt queue."""
-        if self.max_queued_bytes is not None:
-            return self.max_queued_bytes
+        """The bound on the memory of the notifications queued before the prompt's response:
+        ``QUEUE_BYTES_PER_OUTPUT_BYTE`` times ``max_output_bytes``, at least ``MIN_QUEUE_BYTES``
+        (docs/behaviour.md#sdk-client-subscription)."""
         return max(QUEUE_BYTES_PER_OUTPUT_BYTE * self.max_output_bytes, MIN_QUEUE_BYTES)
