@@ -235,10 +235,7 @@ class ManagedProcess(ProcessHandle):
             if self._stderr_tail is not None and not self._stderr_tail.closed.is_set() and self.tree_gone():
                 with anyio.move_on_after(_STDERR_SETTLE_S):
                     await self._stderr_tail.closed.wait()
-            if self.outcome is None:
-                with anyio.move_on_after(grace_ms / 1000):
-                    await self._process.aclose()
-            else:  # the exit is known: closing the pipes and anyio's wait finish within a loop pass, no bound to enter
+            with anyio.move_on_after(grace_ms / 1000):
                 await self._process.aclose()
             if self._ticket is not None:
                 # Whatever of the run escaped the tree (setsid + orphaned, double-forked) is the keeper's to end.
