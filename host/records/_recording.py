@@ -59,27 +59,11 @@ class ClosableProvider(Provider, Protocol):
 
 
 def host_version() -> str:
-    """This host's installed package version (``unknown`` when not installed).
-
-    The ``Version:`` line of the package's ``METADATA`` header is read directly (the full header parse costs a few
-    ms per run); anything unusual (no such line, a folded one, no ``METADATA``) takes ``Distribution.version``.
-    """
+    """This host's installed package version (``unknown`` when not installed)."""
     try:
-        distribution = importlib.metadata.distribution("subagent-host")
+        return importlib.metadata.version("subagent-host")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-    return _header_version(distribution.read_text("METADATA") or "") or distribution.version
-
-
-def _header_version(metadata: str) -> str | None:
-    lines = metadata.splitlines()
-    for index, line in enumerate(lines):
-        if not line:
-            return None  # the header ended
-        if line.startswith("Version:"):
-            folded = index + 1 < len(lines) and lines[index + 1][:1] in (" ", "\t")
-            return None if folded else line[len("Version:") :].strip() or None
-    return None
 
 
 class RunRecording:
