@@ -5,15 +5,25 @@ environment variable, so nothing in the host's environment can script it. It spe
 on stdin/stdout: ``initialize`` and ``session/new`` are answered, a ``session/prompt`` gets its concatenated text
 blocks back as one ``agent_message_chunk`` and then ``end_turn``, any other request gets "Method not found", and
 stdin EOF exits 0. Lines are split in linear time, so a task of tens of MiB costs one pass over its bytes.
+
+It starts on every run of the built-in provider, so at run time it imports only ``json`` and ``os`` (``typing`` is
+the type checker's alone), and it exits without interpreter teardown: everything it says is written unbuffered.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import uuid
-from collections.abc import Iterator
-from typing import Final, cast
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING's value, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Final, cast
+else:
+
+    def cast(_type: object, value: object) -> object:
+        return value
+
 
 JsonObject = dict[str, object]
 
@@ -63,7 +73,7 @@ def _answer(request_id: object, method: str, params: JsonObject) -> None:
     if method == "initialize":
         result: JsonObject = {"protocolVersion": 1, "agentCapabilities": _AGENT_CAPABILITIES, "authMethods": []}
     elif method == "session/new":
-        result = {"sessionId": str(uuid.uuid4())}
+        result = {"sessionId": f"echo-{os.urandom(16).hex()}"}
     elif method == "session/prompt":
         session_id = params.get("sessionId")
         content = {"type": "text", "text": _prompt_text(params.get("prompt"))}
@@ -93,3 +103,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    os._exit(0)  # stdin ended and every answer is written: nothing is left for interpreter teardown

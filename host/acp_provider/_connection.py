@@ -8,8 +8,6 @@ connection owns the spawn, the reader, the exit watch and the teardown.
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
@@ -26,6 +24,7 @@ from host._exceptions import (
     as_response_error,
     map_exceptions,
 )
+from host._version import package_version
 from host.acp_provider._wire import update_of
 from host.config import InheritEnv
 from host.jsonrpc import JsonRpcPeer
@@ -42,7 +41,6 @@ TEARDOWN_AGGREGATE_MESSAGE: Final = "ACP subprocess teardown failed"
 """Message of the ladder's ``AggregateError`` when several rungs failed (raw, host-only)."""
 
 _CLIENT_NAME: Final = "subagent-host"
-_PACKAGE: Final = "subagent-host"
 
 UpdateObserver = Callable[[Mapping[str, object]], None]
 PermissionPolicyFn = Callable[[Mapping[str, object]], dict[str, object]]
@@ -50,13 +48,7 @@ PermissionPolicyFn = Callable[[Mapping[str, object]], dict[str, object]]
 
 def client_info() -> dict[str, str]:
     """The ``clientInfo`` of ``initialize``: the installed package's name and version."""
-    return {"name": _CLIENT_NAME, "version": _package_version()}
-
-
-@functools.cache
-def _package_version() -> str:
-    # A metadata lookup scans the installed distributions: once per process, not once per run.
-    return importlib.metadata.version(_PACKAGE)
+    return {"name": _CLIENT_NAME, "version": package_version()}
 
 
 def _closed(exc: Exception) -> Exception:

@@ -106,8 +106,9 @@ class Keeper:
                 signal_all(pids, signal.SIGKILL)
 
     def final_sweep(self) -> None:
+        if not self.signal_everything(signal.SIGTERM if self.quit_grace_s > 0 else signal.SIGKILL):
+            return  # nothing tracked or marked is left, so nothing can fork a marked process any more
         if self.quit_grace_s > 0:
-            self.signal_everything(signal.SIGTERM)
             deadline = time.monotonic() + self.quit_grace_s
             while time.monotonic() < deadline and self.anything_left():
                 time.sleep(POLL_S)
@@ -212,3 +213,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    os._exit(0)  # swept: skip interpreter teardown, the host waits for this exit

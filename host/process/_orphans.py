@@ -3,7 +3,8 @@
 A descendant that ``setsid()``-s away and whose parent exits before teardown's psutil snapshot is in neither the
 child's group nor the snapshot. A process that owns its lifetime (the CLI) can become the Linux child subreaper,
 so such orphans re-parent to it, and then sweep its remaining children: SIGTERM, SIGKILL after the grace, reap.
-Everything is bounded and shielded; elsewhere ``adopt_orphans`` is a no-op.
+Everything is bounded and shielded; elsewhere ``adopt_orphans`` is a no-op. On Linux the sweep first lists the
+descendants from ``/proc``; psutil is imported only when there is one.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import logging
 import os
 import signal
 import sys
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
-import psutil
 
 from host.process._managed import poll_until
-from host.process._tree import member_alive, signal_members
+from host.process._tree import descendant_pids, member_alive, signal_members
+
+if TYPE_CHECKING:
+    import psutil
 
 __all__ = ["adopt_orphans", "reap_orphans"]
 
@@ -72,6 +75,10 @@ async def reap_orphans(grace_ms: float) -> None:
 
 
 def _descendants() -> list[psutil.Process]:
+    if descendant_pids(os.getpid()) == []:
+        return []  # none (the common end of a run): no psutil needed
+    import psutil
+
     try:
         return psutil.Process().children(recursive=True)
     except psutil.Error:

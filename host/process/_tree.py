@@ -5,7 +5,9 @@ member is signalled later. On Linux the descendants are found by walking ``/proc
 from the leader, which costs a few reads per descendant; elsewhere psutil's scan of the whole process table does
 it. Both see the same processes: a descendant stays its parent's child (in or out of the group) until that
 parent dies, and then it is re-parented away from the tree, where neither finds it. Every call here is
-synchronous and non-blocking (no psutil waits).
+synchronous and non-blocking (no psutil waits). psutil itself is imported only by the first call that needs it
+(a descendant found, a reaped leader whose group still answers, or a platform without the ``/proc`` walk): a run
+whose child leaves no descendant never loads it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import logging
 import os
 import signal
 from collections.abc import Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
 
 __all__ = ["ProcessTree", "descendant_pids", "member_alive", "signal_members"]
 
@@ -60,6 +63,8 @@ def descendant_pids(pid: int) -> list[int] | None:
 
 def member_alive(member: psutil.Process) -> bool:
     """Whether ``member`` still runs (a zombie does not; an inaccessible process might)."""
+    import psutil
+
     try:
         return member.is_running() and member.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -70,6 +75,8 @@ def member_alive(member: psutil.Process) -> bool:
 
 def _group_has_live_member(pgid: int) -> bool:
     """Whether the group holds a process that is not a zombie (only asked once the leader was reaped)."""
+    import psutil
+
     for pid in psutil.pids():
         try:
             if os.getpgid(pid) != pgid:
@@ -85,6 +92,8 @@ def _group_has_live_member(pgid: int) -> bool:
 
 def signal_members(members: Iterable[psutil.Process], sig: signal.Signals) -> None:
     """Send ``sig`` to each member still running (psutil guards against reused pids); vanished ones are skipped."""
+    import psutil
+
     for member in members:
         try:
             if member.is_running():
@@ -106,6 +115,8 @@ class ProcessTree:
         # reads /proc/<pid>/stat, so a Linux run skips it.
         self._leader: psutil.Process | None = None
         if not _PROC_CHILDREN:
+            import psutil
+
             try:
                 self._leader = psutil.Process(pgid)
             except psutil.Error:
@@ -114,6 +125,10 @@ class ProcessTree:
     def snapshot(self) -> None:
         """Add the leader's current descendants to the tree; call only while the leader is unreaped."""
         pids = descendant_pids(self.pgid)
+        if pids == []:
+            return
+        import psutil
+
         if pids is None:
             if self._leader is None:
                 return

@@ -10,7 +10,6 @@ The stderr tail and exit facts come from whatever the run exposes (``ChildFacts`
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ import anyio
 
 from host._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host._json import ContentBlock
+from host._version import package_version
 from host.config import EntryConfig
 from host.diagnostics import SubagentResult
 from host.process import ProcessOutcome
@@ -60,10 +60,7 @@ class ClosableProvider(Provider, Protocol):
 
 def host_version() -> str:
     """This host's installed package version (``unknown`` when not installed)."""
-    try:
-        return importlib.metadata.version("subagent-host")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return package_version()
 
 
 class RunRecording:

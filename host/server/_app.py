@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from pydantic import ValidationError
 
 from host._host import Host
+from host._version import package_version
 from host.config import HostConfig, delegation_tool_name
 from host.process import GraceCap, bind_grace_cap, reap_orphans
 from host.server._calls import CallHandler
@@ -81,7 +82,7 @@ def build_server(host: Host, limiter: anyio.CapacityLimiter, notices: Notices) -
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server: Server[Any] = Server(  # pyright: ignore[reportDeprecated]
             SERVER_NAME,
-            version=_version(),
+            version=package_version(),
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_logging_level,
@@ -163,12 +164,3 @@ async def _serve_stdio(server: Server[Any], stopper: Stopper) -> None:
         with anyio.CancelScope() as scope:
             stopper.on_stop(scope.cancel)
             await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("subagent-host")
-    except PackageNotFoundError:
-        return "0"
