@@ -29,23 +29,26 @@ def main(argv: list[str] | None = None) -> None:
             1, f'{{"schema": 1, "version": "{__version__}"}}\n' if as_json else f"subagent-host {__version__}\n"
         )
         sys.exit(0)
-    from subagent_host_cli._parser import parse_command_line
-
-    parsed = parse_command_line(arguments, version=__version__)
-    if isinstance(parsed, int):
-        sys.exit(parsed)
-    if received.first is not None:
-        sys.exit(_early.interrupted_before_start(received.first, as_json=parsed.as_json))
-    # The heavy import: a signal now is recorded and honoured by the command. What it builds lives until exit, so
-    # no collection runs during it, and it is then frozen: later collections, and the interpreter's last one at
-    # exit, never walk it again.
+    # What the imports from here to the command build (the parser's modules, then the heavy import of ``host``)
+    # lives until exit: no collection runs during them, and it is then frozen, so later collections, and the
+    # interpreter's last one at exit, never walk it again.
     import gc
 
     gc.disable()
-    from host.cli import run_command
+    try:
+        from subagent_host_cli._parser import parse_command_line
 
-    gc.freeze()
-    gc.enable()
+        parsed = parse_command_line(arguments, version=__version__)
+        if isinstance(parsed, int):
+            sys.exit(parsed)
+        if received.first is not None:
+            sys.exit(_early.interrupted_before_start(received.first, as_json=parsed.as_json))
+        # The heavy import: a signal now is recorded and honoured by the command.
+        from host.cli import run_command
+
+        gc.freeze()
+    finally:
+        gc.enable()
 
     try:
         status = run_command(parsed.args, received)
