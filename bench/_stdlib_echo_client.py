@@ -1,5 +1,6 @@
-"""The floor of ``run --json hello``: a stdlib-only process that spawns the echo agent, runs the ACP exchange
-(initialize, session/new, prompt) over blocking pipes, prints the result as JSON and closes the child."""
+"""The floor of ``run --json hello``: a stdlib-only process that spawns the built-in echo agent exactly as the CLI
+does (``python -I -S host/_echo_agent.py``), runs the ACP exchange (initialize, session/new, prompt) over blocking
+pipes, prints the result as JSON and closes the child."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-AGENT = Path(__file__).resolve().parent.parent / "fake_runtimes" / "acp_agent.py"
+AGENT = Path(__file__).resolve().parent.parent / "host" / "_echo_agent.py"
 
 
 def main() -> None:
     child = subprocess.Popen(
-        [sys.executable, str(AGENT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+        [sys.executable, "-I", "-S", str(AGENT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
     )
     assert child.stdin is not None and child.stdout is not None
 
