@@ -4,7 +4,10 @@ Whole processes, interleaved, median wall time and mean CPU (user + system of th
 
 * ``subagent-host --version`` next to ``python -c pass``: target <= 3x;
 * ``subagent-host run --json hello`` (built-in echo) next to a stdlib spawn-and-handshake script doing the same
-  ACP exchange (``bench/_stdlib_echo_client.py``): target <= 3x.
+  ACP exchange with the same child (``bench/_stdlib_echo_client.py``): target <= 3x;
+* the same exchange on the stack the host is built on (``bench/_stack_echo_client.py``): anyio alone, then anyio
+  plus one pydantic model. ``run --json hello`` is also printed against the latter, the least any host on that
+  stack can cost, so what is the stack's and what is the host's own stays apart.
 
 Every process gets a private ``PYTHONPYCACHEPREFIX`` (and no ``PYTHONDONTWRITEBYTECODE``), written by the warm-up
 run, so modules load from bytecode as in an installed package; ``BENCH_BYTECODE=0`` keeps the caller's setting (with
@@ -36,6 +39,8 @@ COMMANDS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "subagent-host --version": [SCRIPT, "--version"],
     "stdlib spawn + handshake": [sys.executable, str(REPO / "bench" / "_stdlib_echo_client.py")],
+    "anyio spawn + handshake": [sys.executable, str(REPO / "bench" / "_stack_echo_client.py")],
+    "anyio + pydantic spawn + handshake": [sys.executable, str(REPO / "bench" / "_stack_echo_client.py"), "--pydantic"],
     "subagent-host run --json hello": [SCRIPT, "run", "--json", "hello"],
 }
 if BASE:
@@ -82,11 +87,15 @@ def main() -> None:
     print("(median wall (min-max), mean CPU of the process and its children):")
     for name in COMMANDS:
         low, high = min(walls[name]) * 1000, max(walls[name]) * 1000
-        print(f"  {name:<32} {median[name] * 1000:7.1f} ms wall ({low:.1f}-{high:.1f})  {cpu[name] * 1000:7.1f} ms CPU")
+        print(f"  {name:<36} {median[name] * 1000:7.1f} ms wall ({low:.1f}-{high:.1f})  {cpu[name] * 1000:7.1f} ms CPU")
     version_ratio = median["subagent-host --version"] / median["python -c pass"]
     run_ratio = median["subagent-host run --json hello"] / median["stdlib spawn + handshake"]
     print(f"  --version / python -c pass:            {version_ratio:.2f}x (target <= 3x)")
     print(f"  run --json hello / stdlib handshake:   {run_ratio:.2f}x (target <= 3x)")
+    for floor in ("anyio spawn + handshake", "anyio + pydantic spawn + handshake"):
+        print(f"  {floor} / stdlib handshake: {median[floor] / median['stdlib spawn + handshake']:.2f}x")
+    stack_ratio = median["subagent-host run --json hello"] / median["anyio + pydantic spawn + handshake"]
+    print(f"  run --json hello / anyio + pydantic handshake: {stack_ratio:.2f}x")
     if BASE:
         base_ratio = median["base: subagent-host run --json hello"] / median["stdlib spawn + handshake"]
         print(f"  base: run --json hello / stdlib handshake: {base_ratio:.2f}x")
