@@ -106,8 +106,11 @@ class Keeper:
                 signal_all(pids, signal.SIGKILL)
 
     def final_sweep(self) -> None:
-        if not self.signal_everything(signal.SIGTERM if self.quit_grace_s > 0 else signal.SIGKILL):
-            return  # nothing tracked or marked is left, so nothing can fork a marked process any more
+        first = signal.SIGTERM if self.quit_grace_s > 0 else signal.SIGKILL
+        # Two scans in a row that find nothing alive end it: a process forked by a marked parent that exited during
+        # the first scan (listed neither as itself nor as its parent) is in the second's listing.
+        if not self.signal_everything(first) and not self.signal_everything(first):
+            return
         if self.quit_grace_s > 0:
             deadline = time.monotonic() + self.quit_grace_s
             while time.monotonic() < deadline and self.anything_left():
