@@ -54,7 +54,7 @@ async def test_engaging_cuts_a_waiting_rung_to_the_cap_after_its_start() -> None
                 result.append(await waited_in("term", 3000, 3.0))
 
             group.start_soon(wait_in_term)
-            await anyio.sleep(0.02)
+            await anyio.wait_all_tasks_blocked()  # the rungs are entered and waiting
             cap.engage()
     ((grace_ms, ran_s),) = result
     assert grace_ms == 3000  # the wait began uncapped
@@ -72,7 +72,7 @@ async def test_cut_eof_ends_eof_rungs_now_and_later_but_not_a_term_rung() -> Non
 
             group.start_soon(wait, "eof", 3.0)
             group.start_soon(wait, "term", 0.3)
-            await anyio.sleep(0.02)
+            await anyio.wait_all_tasks_blocked()  # the rungs are entered and waiting
             cap.cut_eof()
         later = await waited_in("eof", 6000, 3.0)
     assert results["eof"][1] < 0.3  # ended at the cut
