@@ -378,13 +378,19 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     os._exit(EXIT_EOF)
 
 
+def _note_sigterm(signum: int, frame: object) -> None:
+    sigterm_file = _env("MOCK_SIGTERM_FILE")
+    if sigterm_file:
+        write_file_atomically(sigterm_file, "sigterm")  # and carry on: the trap survives SIGTERM
+
+
 def _arm_process_switches() -> None:
     pid_file = _env("MOCK_GRANDCHILD_PID_FILE")
     if pid_file:
         spawn_grandchild(pid_file, setsid=_flag("MOCK_GRANDCHILD_SETSID"))
     ready = _env("MOCK_READY_FILE")
     if _flag("MOCK_TRAP_SIGTERM"):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _note_sigterm if _env("MOCK_SIGTERM_FILE") else signal.SIG_IGN)
         if ready:
             write_file_atomically(ready, "trap-armed")
     elif _flag("MOCK_IGNORE_EOF"):

@@ -40,8 +40,16 @@ def entry_of(tmp_path: Path, name: str, *, eof_grace_ms: float, grace_ms: float,
 
 
 def trap_config(tmp_path: Path) -> Path:
-    """A child that ignores stdin EOF and SIGTERM (only SIGKILL ends it), with a TERM grace above the cap."""
-    trap = entry_of(tmp_path, "trap", eof_grace_ms=EOF_GRACE_MS, grace_ms=TERM_GRACE_MS, MOCK_TRAP_SIGTERM="1")
+    """A child that ignores stdin EOF and SIGTERM (only SIGKILL ends it; each SIGTERM is noted in ``trap.sigterm``),
+    with a TERM grace above the cap."""
+    trap = entry_of(
+        tmp_path,
+        "trap",
+        eof_grace_ms=EOF_GRACE_MS,
+        grace_ms=TERM_GRACE_MS,
+        MOCK_TRAP_SIGTERM="1",
+        MOCK_SIGTERM_FILE=str(tmp_path / "trap.sigterm"),
+    )
     return write_config(tmp_path, {"trap": trap})
 
 
@@ -79,12 +87,13 @@ async def test_a_cancel_waits_the_entrys_own_grace_and_shutdown_cuts_a_ladder_pa
             await cancel(server, 1)
             own_grace_s = await gone_after(pids, cancelled_at)
             (tmp_path / "trap.ready").unlink()
+            (tmp_path / "trap.sigterm").unlink()
             await start_call(server, 2, "trap")
             pids = await tree_of(tmp_path, "trap")
             cancelled_at = anyio.current_time()
             await cancel(server, 2)
             # Past the 100 ms EOF rung: the 2500 ms SIGTERM rung is waiting when shutdown begins.
-            await anyio.sleep(0.4)
+            await wait_for_file(tmp_path / "trap.sigterm")
             await server.close_stdin()
             cut_s = await gone_after(pids, cancelled_at)
             returncode = await server.process.wait()
