@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from types import MappingProxyType
 from typing import Final
@@ -59,7 +60,7 @@ def choose_provider(config: HostConfig, requested: str | None) -> str:
 def with_overrides(
     config: HostConfig, name: str, *, permission: str | None, timeout_ms: float | None
 ) -> tuple[HostConfig, EntryConfig]:
-    """A config holding only the entry ``name`` (resolved now), with the per-run overrides applied.
+    """The config with only the entry ``name`` (resolved now) and the per-run overrides applied; ``[host]`` kept.
 
     Raises:
         ConfigError: the entry references an unset host variable.
@@ -77,7 +78,8 @@ def with_overrides(
         update["timeout_ms"] = timeout_ms
     if update:
         entry = entry.model_copy(update=update)
-    only = HostConfig(providers=MappingProxyType({name: entry}), source=config.source)
+    # Only this entry; every [host] setting (keep_runs, the job bounds) stays as configured.
+    only = dataclasses.replace(config, providers=MappingProxyType({name: entry}), unresolved=MappingProxyType({}))
     return only, entry
 
 
