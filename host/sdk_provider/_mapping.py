@@ -18,11 +18,10 @@ from host._exceptions import (
     TransportClosedError,
 )
 from host._json import ContentBlock
-from host._output_budget import OutputBudget
 from host.diagnostics import SdkCategory, sdk_failure_line
 from host.sdk_provider.client import turn_end_reason
 
-__all__ = ["OutputFold", "classify_error", "map_turn_end", "result_of_events"]
+__all__ = ["OutputFold", "classify_error", "delta_text", "map_turn_end", "result_of_events"]
 
 _CHILD_ERROR: Final = sdk_failure_line("session-run", "child-error")
 _CHILD_DISPOSED: Final = sdk_failure_line("session-run", "child-disposed")
@@ -77,14 +76,27 @@ def result_of_events(events: Sequence[Mapping[str, object]]) -> tuple[str, str |
     return map_turn_end(None)
 
 
+def delta_text(event: Mapping[str, Any]) -> str | None:
+    """The non-empty text of a validated ``assistant/chunk`` text-delta event, else ``None``."""
+    if event.get("type") != "assistant/chunk":
+        return None
+    data = event.get("data")
+    chunk = cast(Mapping[str, Any], data).get("chunk") if isinstance(data, Mapping) else None
+    if not isinstance(chunk, Mapping):
+        return None
+    fields = cast(Mapping[str, Any], chunk)
+    text = fields.get("text")
+    return text if fields.get("type") == "text-delta" and isinstance(text, str) and text else None
+
+
 class OutputFold:
     """The run's output: the last non-empty ``assistant/message`` content, else the concatenated text deltas.
 
-    Fed only with validated root events after the receipt; ``freeze`` fixes the snapshot.
+    Fed only with validated root events after the receipt (the run bounds the texts it appends); ``freeze`` fixes the
+    snapshot.
     """
 
-    def __init__(self, budget: OutputBudget | None = None) -> None:
-        self._budget = budget
+    def __init__(self) -> None:
         self._message: list[ContentBlock] | None = None
         self._deltas: list[str] = []
         self._frozen: list[ContentBlock] | None = None
@@ -94,28 +106,21 @@ class OutputFold:
         """Whether the snapshot is fixed."""
         return self._frozen is not None
 
-    def observe(self, event: Mapping[str, Any]) -> None:
-        """Fold one validated event; a no-op once frozen."""
-        if self._frozen is not None:
+    def observe_message(self, event: Mapping[str, Any]) -> None:
+        """Take a non-empty ``assistant/message`` content as the candidate; other events and frozen: a no-op."""
+        if self._frozen is not None or event.get("type") != "assistant/message":
             return
-        event_type = event.get("type")
         data = event.get("data")
         if not isinstance(data, Mapping):
             return
-        fields = cast(Mapping[str, Any], data)
-        if event_type == "assistant/message":
-            content = cast(Mapping[str, Any], fields["message"])["content"]
-            if content:  # an empty (usage-only) message never erases the candidate or the deltas
-                self._message = cast(list[ContentBlock], content)
-        elif event_type == "assistant/chunk":
-            chunk = cast(Mapping[str, Any], fields["chunk"])
-            if chunk["type"] == "text-delta" and chunk["text"]:
-                self.append_text(chunk["text"])
+        content = cast(Mapping[str, Any], cast(Mapping[str, Any], data)["message"])["content"]
+        if content:  # an empty (usage-only) message never erases the candidate or the deltas
+            self._message = cast(list[ContentBlock], content)
 
     def append_text(self, text: str) -> None:
-        """Append one text delta's text to the fallback (cut at the fold's budget); a no-op once frozen."""
+        """Append one text delta's text to the fallback; a no-op once frozen."""
         if self._frozen is None and text:
-            self._deltas.append(text if self._budget is None else self._budget.admit(text))
+            self._deltas.append(text)
 
     def freeze(self) -> None:
         """Fix the output snapshot; idempotent."""

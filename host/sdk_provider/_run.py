@@ -29,7 +29,7 @@ from host.diagnostics import (
     sdk_run_failure,
 )
 from host.process import ProcessOutcome
-from host.sdk_provider._mapping import OutputFold, classify_error, result_of_events
+from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, result_of_events
 from host.sdk_provider.client import (
     NotificationObserver,
     SdkClient,
@@ -107,11 +107,9 @@ class SdkRun:
         self._task_group = task_group
         self._session_id = "session-" + uuid.uuid4().hex
         self._mapper = SdkChunkMapper()
-        limit = max_output_bytes
-        # The stream's budget counts every kept chunk; the fold's own counts its text deltas (some carry no index
-        # the stream could map), so neither outgrows the bound.
-        self._fold = OutputFold(OutputBudget(limit))
-        self._budget = OutputBudget(limit)
+        self._fold = OutputFold()
+        # One bound for the stream and the output: the fold takes only text the budget admitted.
+        self._budget = OutputBudget(max_output_bytes)
         self._failure_category: SdkCategory = "unknown"
         self._lifecycle: RunLifecycle[Exception] = RunLifecycle(
             request,
@@ -244,16 +242,18 @@ class SdkRun:
         params = notification.params
         if notification.method == "session.event":
             event = params["event"]
-            kept = list(self._budget.admitted(self._mapper.map_event(event)))
-            if self._budget.exceeded:
-                # The event crossed the bound: the output keeps only its text the stream kept.
-                for chunk in kept:
-                    if isinstance(chunk, TextDelta):
-                        self._fold.append_text(chunk.text)
-            else:
-                self._fold.observe(event)
+            chunks = self._mapper.map_event(event)
+            kept = list(self._budget.admitted(chunks))
             for chunk in kept:
+                if isinstance(chunk, TextDelta):
+                    self._fold.append_text(chunk.text)
                 self._journal.chunk(chunk)
+            if not chunks:
+                text = delta_text(event)
+                if text is not None:  # a text delta without an index: no stream chunk, but it is output
+                    self._fold.append_text(self._budget.admit(text))
+            if not self._budget.exceeded:
+                self._fold.observe_message(event)
             if self._budget.exceeded:
                 self._freeze()
         elif params.get("status") == "idle":

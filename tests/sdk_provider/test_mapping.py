@@ -14,7 +14,7 @@ from host._exceptions import (
     SdkProtocolError,
     TransportClosedError,
 )
-from host.sdk_provider._mapping import OutputFold, classify_error, map_turn_end, result_of_events
+from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, map_turn_end, result_of_events
 from host.sdk_provider._run import resolve_route
 from host.sdk_provider.client import SdkRunSpec
 from host.sdk_provider.client._validation import (
@@ -190,22 +190,38 @@ def _chunk(text: str) -> dict[str, Any]:
     }
 
 
+def _fold_in(fold: OutputFold, event: dict[str, Any]) -> None:
+    """What the run does with an event it streams nothing else of: a delta's text, or a message."""
+    text = delta_text(event)
+    if text is not None:
+        fold.append_text(text)
+    fold.observe_message(event)
+
+
+def test_delta_text_is_a_text_deltas_non_empty_text_only() -> None:
+    assert delta_text(_chunk("a")) == "a"
+    assert delta_text(_chunk("")) is None
+    assert delta_text(_message([{"type": "text", "text": "a"}])) is None
+    reasoning = {"type": "assistant/chunk", "data": {"chunk": {"type": "reasoning-delta", "text": "r"}}}
+    assert delta_text(reasoning) is None
+
+
 def test_the_fold_prefers_the_last_non_empty_message_over_the_deltas() -> None:
     fold = OutputFold()
     for event in (_chunk("a"), _chunk(""), _chunk("b"), _message([{"type": "text", "text": "first"}])):
-        fold.observe(event)
-    fold.observe(_message([]))  # usage-only: ignored
-    fold.observe(_message([{"type": "text", "text": "second"}, {"type": "image", "data": "x"}]))
+        _fold_in(fold, event)
+    _fold_in(fold, _message([]))  # usage-only: ignored
+    _fold_in(fold, _message([{"type": "text", "text": "second"}, {"type": "image", "data": "x"}]))
     assert fold.output() == [{"type": "text", "text": "second"}, {"type": "image", "data": "x"}]
 
 
 def test_the_fold_falls_back_to_the_deltas_and_freezes() -> None:
     fold = OutputFold()
-    fold.observe(_chunk("hello "))
-    fold.observe(_message([]))
-    fold.observe(_chunk("world"))
+    _fold_in(fold, _chunk("hello "))
+    _fold_in(fold, _message([]))
+    _fold_in(fold, _chunk("world"))
     fold.freeze()
-    fold.observe(_chunk(" late"))
+    _fold_in(fold, _chunk(" late"))
     assert fold.output() == [{"type": "text", "text": "hello world"}]
     assert OutputFold().output() == []
 

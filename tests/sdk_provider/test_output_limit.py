@@ -22,6 +22,8 @@ from tests.sdk_provider._helpers import (
 
 pytestmark = pytest.mark.anyio
 
+PATCHED = str(Path(__file__).resolve().parent / "children" / "patched_runtime.py")
+
 
 async def test_output_past_the_bound_ends_the_run_with_the_output_limit_diagnostic(tmp_path: Path) -> None:
     # 20 two-byte characters against a 15-byte bound: 7 characters (14 bytes) are kept.
@@ -71,3 +73,16 @@ async def test_events_the_run_does_not_keep_cost_nothing(tmp_path: Path) -> None
     result = await run_to_result(spec)
     assert result.stop_reason == "completed"
     assert result.output == [{"type": "text", "text": "answer"}]
+
+
+async def test_text_deltas_the_stream_cannot_map_count_against_the_same_bound(tmp_path: Path) -> None:
+    # Deltas without an index fold into the output but map to no stream chunk: past the bound the run still ends
+    # output-limit, with the output cut exactly as for indexed deltas.
+    spec = replace(
+        runtime_spec(tmp_path, args=[PATCHED], PATCH_UNINDEXED_DELTAS="1", FAKE_TEXT="é" * 20, FAKE_EMPTY_MESSAGE="1"),
+        max_output_bytes=15,
+    )
+    result = await run_to_result(spec)
+    assert result.stop_reason == "error"
+    assert result.diagnostic == "Subagent failure (provider: DSH SDK; stage: session-run; category: output-limit)"
+    assert result.output == [{"type": "text", "text": "é" * 7}]

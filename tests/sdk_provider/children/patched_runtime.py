@@ -6,6 +6,8 @@ variables.
 * ``PATCH_STDERR_FLOOD_BYTES=<n>``: write ``n`` bytes of secret-bearing stderr lines before booting.
 * ``PATCH_FOREIGN_SESSIONS=1``: before every root notification, emit a copy for a foreign session with a different
   text, so foreign events (including a foreign ``idle``) interleave with the root's.
+* ``PATCH_UNINDEXED_DELTAS=1``: every ``text-delta`` chunk goes out without its ``index`` (valid for the client; the
+  stream maps no chunk from it, the output still folds its text).
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def main() -> None:
 
         member = "_notify"
         setattr(runtime_class, member, notify)
+    if os.environ.get("PATCH_UNINDEXED_DELTAS"):
+
+        def chunk(self: dsh_runtime._FakeRuntime, sid: str, text: str) -> None:
+            self._event(sid, "assistant/chunk", {"turn": 0, "step": 0, "chunk": {"type": "text-delta", "text": text}})
+
+        setattr(dsh_runtime._FakeRuntime, "_chunk", chunk)  # noqa: B010
     dsh_runtime.main()
 
 
