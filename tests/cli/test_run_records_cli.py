@@ -183,9 +183,11 @@ async def test_run_keeps_the_configured_keep_runs(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"child": acp_entry()})
     config.write_text("[host]\nkeep_runs = 1\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
     state = tmp_path / "state"
+    run_ids: list[str] = []
     with anyio.fail_after(CLI_TIMEOUT_S * 3):
         for _ in range(3):
             done = await _cli("run", "--config", str(config), "--state-dir", str(state), "--json", "t", cwd=tmp_path)
             assert done.returncode == 0, done.stderr
+            run_ids.append(json.loads(done.stdout)["run_id"])
     (kept,) = _transcripts(state)
-    assert kept.stem == json.loads(done.stdout)["run_id"]
+    assert kept.stem == run_ids[-1]
