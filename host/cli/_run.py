@@ -103,7 +103,7 @@ class _Invocation:
         """``--stream-json``: each run record as one NDJSON line, until the final object was printed."""
         del run_id
         if self.stream_json and not self.printed:
-            self.output.out(encode_line(record))
+            self.output.out(encode_line(record, ascii_only=self.output.stdout_tty))
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
         self.run_id = run_id

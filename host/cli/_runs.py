@@ -9,7 +9,6 @@ or configuration error.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Final, cast
@@ -18,7 +17,7 @@ import pydantic
 
 from host._exceptions import ConfigError
 from host.cli._render import STOPPED_MARKER, THINKING_HEADER, neutralise, tool_line
-from host.cli._support import JSON_SCHEMA_VERSION
+from host.cli._support import JSON_SCHEMA_VERSION, json_line
 from host.config import load_config
 from host.records import (
     AmbiguousRunError,
@@ -191,12 +190,7 @@ def _fail(message: str, as_json: bool) -> int:
 
 
 def _print_json(obj: dict[str, Any]) -> None:
-    line = json.dumps(obj, ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(obj, ensure_ascii=True)
-    _out(line + "\n")
+    _out(json_line(obj, terminal=sys.stdout.isatty()))
 
 
 def _out(text: str) -> None:

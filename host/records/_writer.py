@@ -31,9 +31,10 @@ def stderr_path(runs: Path, run_id: str) -> Path:
     return runs / f"{run_id}.stderr"
 
 
-def encode_line(obj: dict[str, Any]) -> str:
-    """One compact JSON object and a newline; ASCII escapes only when the text holds lone surrogates."""
-    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+def encode_line(obj: dict[str, Any], *, ascii_only: bool = False) -> str:
+    """One compact JSON object and a newline; ASCII escapes only when the text holds lone surrogates, or for
+    ``ascii_only`` (a terminal: C1 controls in child text must not reach it raw)."""
+    line = json.dumps(obj, ensure_ascii=ascii_only, separators=(",", ":"))
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:

@@ -59,6 +59,23 @@ def test_on_a_terminal_child_control_sequences_are_neutralised_and_a_status_line
     assert "subagent-host: op " in text  # the status line: provider, state, elapsed
 
 
+def test_on_a_terminal_stream_json_and_runs_show_json_escape_child_control_characters(tmp_path: Path) -> None:
+    config = operator_config(tmp_path, "escape")
+    state = tmp_path / "state"
+    env = script_env(tmp_path)
+    run = ["run", "--config", str(config), "--state-dir", str(state), "--stream-json", "x"]
+    status, streamed = _run_on_pty(run, cwd=tmp_path, env=env)
+    assert status == 0
+    (transcript,) = (state / "runs").glob("*.jsonl")
+    show = ["runs", "show", transcript.stem, "--json", "--state-dir", str(state)]
+    shown_status, shown = _run_on_pty(show, cwd=tmp_path, env=env)
+    assert shown_status == 0
+    for written in (streamed, shown):
+        text = written.decode("utf-8", "replace")
+        assert "\\u009b31m" in text  # the child's C1 CSI, as a JSON escape
+        assert "\x9b" not in text and "\x1b]52" not in text and "\x1b[2J" not in text
+
+
 def _read_screen_until(leader: int, screen: bytearray, shown: bytes, *, also: Path | None = None) -> None:
     """Append what the terminal shows to ``screen`` until ``shown`` is on it (and ``also`` exists); bounded."""
     deadline = time.monotonic() + CLI_TIMEOUT_S
