@@ -100,12 +100,14 @@ def parse_command_line(argv: list[str], *, version: str) -> ParsedCommand | int:
             raise _UsageError(f"a command is required ({_COMMANDS})", parser.format_usage())
         if args.command == "run":
             args.task = _read_task(args, commands["run"].format_usage())
-        level = getattr(args, "log_level", None) or os.environ.get(LOG_LEVEL_ENV_VAR, "warning").lower()
-        if level not in LOG_LEVELS:
-            raise _UsageError(
-                f"{LOG_LEVEL_ENV_VAR} must be one of {', '.join(LOG_LEVELS)}", commands[args.command].format_usage()
-            )
-        args.log_level = level
+        if hasattr(args, "log_level"):  # run, providers, check: `runs` and `serve` take no log level
+            level = args.log_level or os.environ.get(LOG_LEVEL_ENV_VAR, "warning").lower()
+            if level not in LOG_LEVELS:
+                raise _UsageError(
+                    f"{LOG_LEVEL_ENV_VAR} must be one of {', '.join(LOG_LEVELS)}",
+                    commands[args.command].format_usage(),
+                )
+            args.log_level = level
     except _UsageError as exc:
         sys.stderr.write(exc.usage)
         message = f"subagent-host: {exc}"

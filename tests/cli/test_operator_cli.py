@@ -110,6 +110,15 @@ def test_log_level_debug_logs_a_dropped_non_json_line_truncated(tmp_path: Path) 
     assert "not standard JSON" in by_env.stderr.decode()
 
 
+def test_a_bad_log_level_variable_fails_only_the_commands_that_take_a_log_level(tmp_path: Path) -> None:
+    env = script_env(tmp_path, SUBAGENT_HOST_LOG_LEVEL="bogus")
+    refused = run_script("providers", cwd=tmp_path, env=env)
+    assert refused.returncode == 2
+    assert "SUBAGENT_HOST_LOG_LEVEL must be one of" in refused.stderr.decode()
+    listed = run_script("runs", "list", "--state-dir", str(tmp_path / "state"), cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+
+
 def test_json_log_format_writes_one_object_per_line(tmp_path: Path) -> None:
     config = operator_config(tmp_path, "noisy")
     done = run_script(
