@@ -17,6 +17,7 @@ import pydantic
 
 from host._exceptions import ConfigError
 from host.cli._render import STOPPED_MARKER, THINKING_HEADER, neutralise, tool_line
+from host.cli._select import config_error_text
 from host.cli._support import JSON_SCHEMA_VERSION, json_line
 from host.config import load_config
 from host.records import (
@@ -99,7 +100,7 @@ def _prune(state_dir: Path, keep: int | None, config_path: str | None) -> int:
         try:
             keep = load_config(config_path).keep_runs
         except ConfigError as exc:
-            _err(f"{exc}\n")
+            _err(config_error_text(exc) + "\n")
             return _EXIT_USAGE
     outcome = prune_runs(state_dir, keep)
     _out(f"removed {len(outcome.removed)} run(s)")

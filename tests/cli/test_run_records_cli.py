@@ -191,3 +191,12 @@ async def test_run_keeps_the_configured_keep_runs(tmp_path: Path) -> None:
             run_ids.append(json.loads(done.stdout)["run_id"])
     (kept,) = _transcripts(state)
     assert kept.stem == run_ids[-1]
+
+
+async def test_runs_prune_names_the_entry_and_file_of_a_config_error(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text('[providers.x]\nkind = "acp"\ncommand = "a"\nbogus = 1\n', encoding="utf-8")
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await _cli("runs", "prune", "--config", str(config), "--state-dir", str(tmp_path / "s"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"(providers.x in {config})" in done.stderr.decode()
