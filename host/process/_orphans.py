@@ -75,14 +75,23 @@ async def reap_orphans(grace_ms: float) -> None:
 
 
 def _descendants() -> list[psutil.Process]:
-    if descendant_pids(os.getpid()) == []:
+    pids = descendant_pids(os.getpid())
+    if pids == []:
         return []  # none (the common end of a run): no psutil needed
     import psutil
 
-    try:
-        return psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return []
+    if pids is None:  # no /proc walk here: psutil scans the process table
+        try:
+            return psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return []
+    found: list[psutil.Process] = []
+    for pid in pids:
+        try:
+            found.append(psutil.Process(pid))  # records the start time: a later signal cannot hit a reused pid
+        except psutil.Error:
+            continue  # gone since the walk
+    return found
 
 
 def _gone(proc: psutil.Process) -> bool:

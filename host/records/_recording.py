@@ -29,7 +29,7 @@ from host.records._store import count_transcripts, prune_runs
 from host.records._writer import TranscriptWriter
 from host.stream import ProviderKind, StreamFrame, TranscriptEvent
 
-__all__ = ["FLUSH_INTERVAL_S", "ChildFacts", "ClosableProvider", "RunRecording", "host_version"]
+__all__ = ["FLUSH_INTERVAL_S", "ChildFacts", "ClosableProvider", "RunRecording"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +58,6 @@ class ClosableProvider(Provider, Protocol):
         ...
 
 
-def host_version() -> str:
-    """This host's installed package version (``unknown`` when not installed)."""
-    return package_version()
-
-
 class RunRecording:
     """Records the runs of the providers it wraps.
 
@@ -77,7 +72,7 @@ class RunRecording:
         self._keep_runs = keep_runs
         self._on_record = on_record
         self._active: set[RunRecorder] = set()
-        self._version = host_version()
+        self._version = package_version()
 
     def wrap(self, provider: ClosableProvider, entry: EntryConfig) -> ClosableProvider:
         """The provider, with every run it starts recorded."""
