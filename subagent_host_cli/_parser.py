@@ -1,6 +1,6 @@
 """The command line: every command's options, ``--version``, and the task from TASK, ``-`` (stdin) or ``--file``.
 
-A usage error keeps the ``--json`` promise (one ``{"error"}`` object on stdout) and exits 2. Stdlib only.
+A usage error keeps the ``--json`` promise (one ``{"schema": 1, "error"}`` object on stdout) and exits 2. Stdlib only.
 """
 
 from __future__ import annotations

@@ -75,7 +75,6 @@ class _Invocation:
     status: StatusLine
     as_json: bool
     detail: LiveDetail
-    stream_json: bool = False
     pieces: list[str] = field(default_factory=list[str])
     run_id: str | None = None
     result: SubagentResult | None = None
@@ -102,7 +101,7 @@ class _Invocation:
     def on_record(self, run_id: str, record: dict[str, Any]) -> None:
         """``--stream-json``: each run record as one NDJSON line, until the final object was printed."""
         del run_id
-        if self.stream_json and not self.printed:
+        if not self.printed:
             self.output.out(encode_line(record, ascii_only=self.output.stdout_tty))
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
@@ -214,7 +213,6 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
         status=status,
         as_json=as_json,
         detail=LiveDetail(output.detail),
-        stream_json=args.stream_json,
     )
     state_dir = None if args.no_record else resolve_state_dir(args.state_dir)
     controller = CancelController()

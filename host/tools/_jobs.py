@@ -87,7 +87,6 @@ class _Job:
     """One background job: its controller, lifecycle status, outcome and whether its end was reported."""
 
     id: str
-    kind: str
     label: str
     controller: CancelController = field(default_factory=CancelController)
     stopping: bool = False
@@ -132,7 +131,7 @@ class JobRunner:
         self._finished: OrderedDict[str, int] = OrderedDict()
         """Finished job ids, oldest first, with the bytes each one's texts hold."""
         self._finished_bytes = 0
-        self._counters: dict[str, itertools.count[int]] = {}
+        self._numbers = itertools.count(1)
         self._listeners: dict[int, JobDoneListener] = {}
         self._listener_keys = itertools.count()
         self._closed = False
@@ -150,8 +149,7 @@ class JobRunner:
         """
         if self._closed:
             raise SubagentHostError(_RUNNER_CLOSED)
-        number = next(self._counters.setdefault(JOB_KIND_SUBAGENT, itertools.count(1)))
-        job = _Job(id=f"{JOB_KIND_SUBAGENT}-{number}", kind=JOB_KIND_SUBAGENT, label=label)
+        job = _Job(id=f"{JOB_KIND_SUBAGENT}-{next(self._numbers)}", label=label)
         self._jobs[job.id] = job
         self._task_group.start_soon(self._run_job, job, starter, timeout_ms, name=f"subagent job {job.id}")
         return job.id
@@ -216,7 +214,7 @@ class JobRunner:
         """One ``<id> [<kind>] <status> — <label>`` line per job, or ``(no background jobs)``."""
         if not self._jobs:
             return NO_BACKGROUND_JOBS
-        return "\n".join(f"{job.id} [{job.kind}] {job.status} — {job.label}" for job in self._jobs.values())
+        return "\n".join(f"{job.id} [{JOB_KIND_SUBAGENT}] {job.status} — {job.label}" for job in self._jobs.values())
 
     async def wait(self, job_id: str) -> JobOutcome:
         """Wait until the job settled (its run disposed) and return its outcome.
@@ -300,7 +298,9 @@ class JobRunner:
             del self._jobs[oldest]
 
     def _announce(self, job: _Job) -> None:
-        notice = _COMPLETION_NOTICE.format(job_id=job.id, kind=job.kind, label=job.label, status_line=job.status_line())
+        notice = _COMPLETION_NOTICE.format(
+            job_id=job.id, kind=JOB_KIND_SUBAGENT, label=job.label, status_line=job.status_line()
+        )
         for listener in list(self._listeners.values()):
             try:
                 listener(job.id, notice)
