@@ -97,14 +97,10 @@ def run_serve(args: argparse.Namespace, *, early_signal: EarlySignal, owns_proce
     from host.process import adopt_orphans
     from host.server._app import serve
 
-    received = early_signal()
-    if received is not None:
-        sys.stderr.write(f"subagent-host: interrupted by {received.name} before serving started\n")
-        return EXIT_BY_SIGNAL[received]
     if owns_process:
         # A grandchild that setsid()-s away from its parent is adopted and swept before exiting.
         adopt_orphans()
-    served = anyio.run(serve, options, config, early_signal)
+    served = anyio.run(serve, options, config, early_signal)  # False: a signal came before serving started
     if not served:
         received = early_signal()
         assert received is not None
