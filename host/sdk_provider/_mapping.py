@@ -7,7 +7,7 @@ only and unknown kinds map to fixed texts (docs/behaviour.md#sdk-output-fold, #s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from host._exceptions import (
@@ -21,7 +21,7 @@ from host._json import ContentBlock
 from host.diagnostics import SdkCategory, sdk_failure_line
 from host.sdk_provider.client import turn_end_reason
 
-__all__ = ["OutputFold", "classify_error", "delta_text", "map_turn_end", "result_of_events"]
+__all__ = ["OutputFold", "classify_error", "delta_text", "map_turn_end", "result_of_turn_end"]
 
 _CHILD_ERROR: Final = sdk_failure_line("session-run", "child-error")
 _CHILD_DISPOSED: Final = sdk_failure_line("session-run", "child-disposed")
@@ -68,12 +68,9 @@ def map_turn_end(reason: Mapping[str, object] | None) -> tuple[str, str | None]:
     return "error", _CHILD_UNKNOWN
 
 
-def result_of_events(events: Sequence[Mapping[str, object]]) -> tuple[str, str | None]:
-    """Map the **last** ``turn/end`` among a run's validated root events."""
-    for event in reversed(events):
-        if event.get("type") == "turn/end":
-            return map_turn_end(turn_end_reason(event))
-    return map_turn_end(None)
+def result_of_turn_end(event: Mapping[str, object] | None) -> tuple[str, str | None]:
+    """Map the run's last validated ``turn/end`` (``None``: the run had none)."""
+    return map_turn_end(turn_end_reason(event) if event is not None else None)
 
 
 def delta_text(event: Mapping[str, Any]) -> str | None:

@@ -29,7 +29,7 @@ from host.diagnostics import (
     sdk_run_failure,
 )
 from host.process import ProcessOutcome
-from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, result_of_events
+from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, result_of_turn_end
 from host.sdk_provider.client import (
     NotificationObserver,
     SdkClient,
@@ -60,8 +60,6 @@ class SdkClientLike(Protocol):
         session_id: str,
         content_blocks: Sequence[ContentBlock],
         on_notification: NotificationObserver | None = None,
-        *,
-        collect_events: bool = True,
     ) -> SessionRunOutcome:
         """Prompt the root session and consume it up to the root ``idle`` after the receipt."""
         ...
@@ -217,9 +215,7 @@ class SdkRun:
             try:
                 # The run keeps no event list: the stream and the fold keep what counts, and the last turn/end.
                 outcome = await self._budget.run(
-                    self._client.run(
-                        self._session_id, self._prompt, on_notification=self._observe, collect_events=False
-                    )
+                    self._client.run(self._session_id, self._prompt, on_notification=self._observe)
                 )
             except Exception as exc:
                 self._freeze()
@@ -229,8 +225,7 @@ class SdkRun:
             if outcome is None or self._budget.exceeded:
                 diagnostic = sdk_failure_line("session-run", "output-limit")
                 return SubagentResult(output=self._fold.output(), stop_reason="error", diagnostic=diagnostic)
-            last = outcome.last_turn_end
-            stop_reason, diagnostic = result_of_events(() if last is None else (last,))
+            stop_reason, diagnostic = result_of_turn_end(outcome.last_turn_end)
             return SubagentResult(output=self._fold.output(), stop_reason=stop_reason, diagnostic=diagnostic)
         # Local cancel: settlement turns this placeholder into `aborted` with the partial output.
         return SubagentResult(output=[], stop_reason="aborted")

@@ -39,10 +39,8 @@ class ForwardingClient(SdkClientLike):
         session_id: str,
         content_blocks: Sequence[ContentBlock],
         on_notification: NotificationObserver | None = None,
-        *,
-        collect_events: bool = True,
     ) -> SessionRunOutcome:
-        return await self.inner.run(session_id, content_blocks, on_notification, collect_events=collect_events)
+        return await self.inner.run(session_id, content_blocks, on_notification)
 
     async def aclose(self) -> None:
         self.aclose_calls += 1
@@ -73,8 +71,6 @@ class RaisingRunClient(ForwardingClient):
         session_id: str,
         content_blocks: Sequence[ContentBlock],
         on_notification: NotificationObserver | None = None,
-        *,
-        collect_events: bool = True,
     ) -> SessionRunOutcome:
         raise RuntimeError(RUN_FAILURE)
 

@@ -22,7 +22,7 @@ from host._exceptions import (
 from host.config import SdkEntryConfig
 from host.config._loader import parse_config
 from host.sdk_provider._provider import spec_of_entry
-from host.sdk_provider.client import SdkClient, SdkRunSpec, SessionNotification
+from host.sdk_provider.client import SdkClient, SdkRunSpec, SessionNotification, SessionRunOutcome
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
@@ -58,12 +58,18 @@ async def started_client(spec: SdkRunSpec) -> AsyncGenerator[SdkClient, None]:
 
 
 async def collect_run(spec: SdkRunSpec) -> tuple[list[SessionNotification], list[dict[str, Any]]]:
+    """Every notification the run handed over, and its validated root events (the ``session.event`` ones)."""
+    seen, _ = await run_outcome(spec)
+    return seen, [notification.params["event"] for notification in seen if notification.method == "session.event"]
+
+
+async def run_outcome(spec: SdkRunSpec) -> tuple[list[SessionNotification], SessionRunOutcome]:
     seen: list[SessionNotification] = []
     with anyio.fail_after(PROCESS_TIMEOUT_S):
         async with started_client(spec) as client:
             outcome = await client.run("session-root", text_blocks("go"), seen.append)
             assert client._subscriptions == {}
-    return seen, list(outcome.events)
+    return seen, outcome
 
 
 @pytest.mark.anyio
@@ -86,6 +92,16 @@ async def test_a_run_collects_the_root_event_types_in_order(tmp_path: Path) -> N
         "assistant/message",
         "turn/end",
     ]
+
+
+@pytest.mark.anyio
+async def test_the_outcome_keeps_the_last_turn_end_of_the_run(tmp_path: Path) -> None:
+    seen, outcome = await run_outcome(runtime_spec(tmp_path, FAKE_TWO_TURNS="1"))
+    turn_ends = [
+        n.params["event"] for n in seen if n.method == "session.event" and n.params["event"]["type"] == "turn/end"
+    ]
+    assert len(turn_ends) == 2 and turn_ends[0]["data"]["reason"]["kind"] == "error"
+    assert outcome.last_turn_end == turn_ends[-1]
 
 
 @pytest.mark.anyio

@@ -14,7 +14,7 @@ from host._exceptions import (
     SdkProtocolError,
     TransportClosedError,
 )
-from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, map_turn_end, result_of_events
+from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, map_turn_end, result_of_turn_end
 from host.sdk_provider._run import resolve_route
 from host.sdk_provider.client import SdkRunSpec
 from host.sdk_provider.client._validation import (
@@ -54,15 +54,11 @@ def test_an_unknown_reason_value_is_never_copied() -> None:
     assert diagnostic == D("session-run", "child-unknown")
 
 
-def test_the_last_turn_end_of_the_interval_decides() -> None:
-    events: list[dict[str, Any]] = [
-        {"type": "turn/end", "data": {"turn": 0, "reason": {"kind": "error", "error": {}}}},
-        {"type": "turn/start", "data": {"turn": 1}},
-        {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}},
-        {"type": "assistant/message", "data": {"message": {"content": []}}},
-    ]
-    assert result_of_events(events) == ("completed", None)
-    assert result_of_events([]) == ("error", D("session-run", "missing-terminal"))
+def test_the_runs_last_turn_end_decides_and_none_is_a_missing_terminal() -> None:
+    # The client keeps the last turn/end of the run (test_client.py); this maps it.
+    completed: dict[str, Any] = {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}
+    assert result_of_turn_end(completed) == ("completed", None)
+    assert result_of_turn_end(None) == ("error", D("session-run", "missing-terminal"))
 
 
 @pytest.mark.parametrize(

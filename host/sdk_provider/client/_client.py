@@ -265,13 +265,11 @@ class SdkClient:
         session_id: str,
         content_blocks: Sequence[ContentBlock],
         on_notification: NotificationObserver | None = None,
-        *,
-        collect_events: bool = True,
     ) -> SessionRunOutcome:
         """Prompt ``session_id`` and consume its notifications up to the root ``idle`` after the receipt.
 
-        Everything before the receipt is skipped. From the receipt on, each ``session.event`` is validated (and
-        collected when ``collect_events``); every collected notification goes to ``on_notification`` first.
+        Everything before the receipt is skipped. From the receipt on, each ``session.event`` is validated; every
+        collected notification goes to ``on_notification``, and the outcome keeps the last ``turn/end``.
 
         Raises:
             SdkProtocolError: a malformed prompt result or root event.
@@ -295,7 +293,6 @@ class SdkClient:
                 message_id,
                 lambda: self._receive(subscription),
                 on_notification,
-                collect_events=collect_events,
             )
         finally:
             subscription.close()

@@ -17,17 +17,12 @@ async def consume_session_run(
     message_id: str,
     receive: Callable[[], Awaitable[SessionNotification]],
     on_notification: NotificationObserver | None,
-    *,
-    collect_events: bool,
 ) -> SessionRunOutcome:
-    """Consume ``receive()`` up to the root ``idle`` after the receipt of ``message_id``.
-
-    Keeps the validated events only when ``collect_events`` (the last ``turn/end`` always).
+    """Consume ``receive()`` up to the root ``idle`` after the receipt of ``message_id``; keep the last ``turn/end``.
 
     Raises:
         SdkProtocolError: a malformed root event.
     """
-    events: list[dict[str, Any]] = []
     last_turn_end: dict[str, Any] | None = None
     receipt_seen = False
     while True:
@@ -42,12 +37,10 @@ async def consume_session_run(
             valid = validate_event(event)
             if on_notification is not None:
                 on_notification(notification)
-            if collect_events:
-                events.append(valid)
             if valid["type"] == "turn/end":
                 last_turn_end = valid
         elif receipt_seen:
             if on_notification is not None:
                 on_notification(notification)
             if notification.method == "session.status" and params.get("status") == "idle":
-                return SessionRunOutcome(session_id, tuple(events), last_turn_end)
+                return SessionRunOutcome(session_id, last_turn_end)

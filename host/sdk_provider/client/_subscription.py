@@ -68,11 +68,9 @@ NotificationObserver = Callable[[SessionNotification], None]
 
 @dataclass(frozen=True, slots=True)
 class SessionRunOutcome:
-    """What ``run`` returns: the root session id, its validated events from the receipt on (when collected) and
-    the last ``turn/end`` among them."""
+    """What ``run`` returns: the root session id and the last validated ``turn/end`` from the receipt on."""
 
     session_id: str
-    events: tuple[dict[str, Any], ...]
     last_turn_end: dict[str, Any] | None = None
 
 
