@@ -8,8 +8,7 @@ shielded and bounded; a later ``start`` raises.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from typing import Literal
 
 from anyio.abc import TaskGroup
 
@@ -17,14 +16,11 @@ from host._contracts import Capabilities, Provider, SubagentRequest
 from host._entry_provider import EntryProvider
 from host._exceptions import ConfigError, SubagentHostError
 from host.acp_provider._run import START_ABORTED_MESSAGE, AcpRun, AcpRunSpec, start_acp_run
+from host.acp_provider._spec import HOST_LOGGER_NAME
 from host.config import AcpEntryConfig
 from host.diagnostics import AcpFailureFacts, acp_run_failure
-from host.process import ProcessHandle, spawn_managed
 
 __all__ = ["HOST_LOGGER_NAME", "AcpProvider"]
-
-HOST_LOGGER_NAME: Final = "host.acp_provider"
-"""The logger that receives the provider's host lines."""
 
 
 def _configuration_failure(raw: ConfigError) -> SubagentHostError:
@@ -103,20 +99,5 @@ class AcpProvider(Provider):
             spec,
             task_group=self._task_group,
             on_error=self._entry.log_run_failure,
-            spawn=self._spawn,
             provider_name=self.name,
-        )
-
-    async def _spawn(
-        self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
-    ) -> ProcessHandle:
-        # The child's stderr is captured (never inherited); each line goes to this provider's logger at debug level.
-        return await spawn_managed(
-            argv,
-            cwd=cwd,
-            env=env,
-            task_group=task_group,
-            grace_ms=grace_ms,
-            capture_stderr=True,
-            stderr_logger=self._logger,
         )

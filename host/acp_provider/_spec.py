@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from anyio.abc import TaskGroup
 
@@ -13,7 +15,17 @@ from host.config import ACP_INITIALIZE_TIMEOUT_MS, DISPOSE_EOF_GRACE_MS, DISPOSE
 from host.diagnostics import AcpFailureFacts, AcpStage, PermissionPolicy
 from host.process import ProcessHandle, ProcessOutcome, spawn_managed
 
-__all__ = ["AcpRunSpec", "StartupFailure", "exit_facts", "is_auth_required", "spawn_capturing_stderr"]
+__all__ = [
+    "HOST_LOGGER_NAME",
+    "AcpRunSpec",
+    "StartupFailure",
+    "exit_facts",
+    "is_auth_required",
+    "spawn_capturing_stderr",
+]
+
+HOST_LOGGER_NAME: Final = "host.acp_provider"
+"""The ACP provider's host logger: its host lines, and each captured stderr line of its children (debug)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,5 +73,14 @@ def is_auth_required(raw: BaseException) -> bool:
 async def spawn_capturing_stderr(
     argv: Sequence[str], *, cwd: str, env: Mapping[str, str], task_group: TaskGroup, grace_ms: float
 ) -> ProcessHandle:
-    """The default spawn: the child's stderr is drained into a bounded tail (host-only), never inherited."""
-    return await spawn_managed(argv, cwd=cwd, env=env, task_group=task_group, grace_ms=grace_ms, capture_stderr=True)
+    """The spawn of every ACP run: the child's stderr is drained into a bounded tail (host-only), never inherited,
+    each line logged at debug level to the host logger ``host.acp_provider``."""
+    return await spawn_managed(
+        argv,
+        cwd=cwd,
+        env=env,
+        task_group=task_group,
+        grace_ms=grace_ms,
+        capture_stderr=True,
+        stderr_logger=logging.getLogger(HOST_LOGGER_NAME),
+    )
