@@ -46,7 +46,7 @@ from host.diagnostics import (
     acp_diagnostic,
     acp_run_failure,
 )
-from host.process import ManagedProcess, ProcessHandle, ProcessOutcome
+from host.process import ManagedProcess, ProcessHandle, ProcessOutcome, tail_bytes
 from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
 
 __all__ = ["START_ABORTED_MESSAGE", "AcpRun", "AcpRunSpec", "start_acp_run"]
@@ -176,7 +176,7 @@ class AcpRun:
         handle = self._conn.handle if self._conn is not None else None
         if not isinstance(handle, ManagedProcess):
             return b""
-        return "".join(line + "\n" for line in handle.stderr_tail).encode("utf-8")
+        return tail_bytes(handle.stderr_tail)
 
     # -- startup -----------------------------------------------------------------------------------------------
 

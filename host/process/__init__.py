@@ -17,6 +17,7 @@ from host.process._ladder import SharedTeardown, climb_teardown_ladder, run_tear
 from host.process._managed import ManagedProcess, spawn_managed
 from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
+from host.process._stderr import tail_bytes
 
 __all__ = [
     "GraceCap",
@@ -35,5 +36,6 @@ __all__ = [
     "run_teardown_ladder",
     "scrubbed_names",
     "spawn_managed",
+    "tail_bytes",
     "term_grace",
 ]

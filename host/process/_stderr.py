@@ -13,12 +13,17 @@ from typing import Final
 import anyio
 from anyio.abc import ByteReceiveStream
 
-__all__ = ["StderrTail", "drain_stderr"]
+__all__ = ["StderrTail", "drain_stderr", "tail_bytes"]
 
 logger = logging.getLogger(__name__)
 
 # Bytes kept of one stderr line; the rest of an over-long line is dropped (bounds memory on a newline-free flood).
 _MAX_LINE_BYTES: Final = 8 * 1024
+
+
+def tail_bytes(lines: tuple[str, ...]) -> bytes:
+    """A stderr tail as the bytes a run record keeps: each line newline-terminated, UTF-8."""
+    return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
 class StderrTail:

@@ -28,7 +28,7 @@ from host.diagnostics import (
     sdk_failure_line,
     sdk_run_failure,
 )
-from host.process import ProcessOutcome
+from host.process import ProcessOutcome, tail_bytes
 from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, result_of_turn_end
 from host.sdk_provider.client import (
     NotificationObserver,
@@ -66,6 +66,16 @@ class SdkClientLike(Protocol):
 
     async def aclose(self) -> None:
         """Shutdown and ladder, once; raises only when the ladder fails."""
+        ...
+
+    @property
+    def outcome(self) -> ProcessOutcome | None:
+        """The runtime's exit facts, once observed (run records)."""
+        ...
+
+    @property
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The newest non-empty stderr lines of the runtime (host-only; run records)."""
         ...
 
 
@@ -147,14 +157,12 @@ class SdkRun:
         return await self._lifecycle.result()
 
     def child_outcome(self) -> ProcessOutcome | None:
-        """The runtime's exit facts, once observed (``None`` behind a client that is not an ``SdkClient``)."""
-        return self._client.outcome if isinstance(self._client, SdkClient) else None
+        """The runtime's exit facts, once observed."""
+        return self._client.outcome
 
     def child_stderr(self) -> bytes:
         """The runtime's captured stderr tail as bytes (host-only)."""
-        if not isinstance(self._client, SdkClient):
-            return b""
-        return "".join(line + "\n" for line in self._client.stderr_tail).encode("utf-8")
+        return tail_bytes(self._client.stderr_tail)
 
     async def dispose(self) -> None:
         """Cancel locally, then close the client once; every call sees the same outcome.

@@ -14,6 +14,7 @@ from anyio.abc import TaskGroup
 
 from host._exceptions import SdkProtocolError
 from host._json import ContentBlock
+from host.process import ProcessOutcome
 from host.sdk_provider._run import ClientFactory, SdkClientLike
 from host.sdk_provider.client import NotificationObserver, SdkClient, SdkRunSpec, ServerInfo, SessionRunOutcome
 from tests.conftest import REPO_ROOT
@@ -45,6 +46,14 @@ class ForwardingClient(SdkClientLike):
     async def aclose(self) -> None:
         self.aclose_calls += 1
         await self.inner.aclose()
+
+    @property
+    def outcome(self) -> ProcessOutcome | None:
+        return self.inner.outcome
+
+    @property
+    def stderr_tail(self) -> tuple[str, ...]:
+        return self.inner.stderr_tail
 
 
 class ReapThenRaiseClient(ForwardingClient):
