@@ -125,7 +125,8 @@ class Subscription:
         if self._closed or self._failure is not None:
             return
         size = 0
-        # A waiting receive takes everything queued before the reader reads again: that costs nothing.
+        # Pushed while a receive waits: free. The woken consumer runs after the reader's current read, so what one
+        # read of the pipe already buffered (its stream's buffer, not the whole flood) can pass uncounted.
         if self._max_bytes is not None and not self._receiving:
             measured = memory_size(notification.params, self._max_bytes - self._held)
             if measured is None:
