@@ -30,7 +30,7 @@ class ProbeReport:
     frames: int
     records: int
     transcript_bytes: int
-    """The size of the run's recorded ``.jsonl`` (0 when not recorded)."""
+    """The size of the run's one recorded ``.jsonl`` (0 when not recorded)."""
 
 
 async def run_probe(
@@ -56,11 +56,14 @@ async def run_probe(
     report = json.loads(done.stdout)
     result = report["result"]
     text = result["error"]["message"] if "error" in result else "".join(b["text"] for b in result["content"])
-    transcripts = list((state / "runs").glob("*.jsonl")) if record else []
+    transcript_bytes = 0
+    if record:
+        (transcript,) = (state / "runs").glob("*.jsonl")  # a recorded run writes exactly one
+        transcript_bytes = transcript.stat().st_size
     return ProbeReport(
         growth_kib=report["peak_kib"] - report["before_kib"],
         text=text,
         frames=report["frames"],
         records=report["records"],
-        transcript_bytes=sum(path.stat().st_size for path in transcripts),
+        transcript_bytes=transcript_bytes,
     )

@@ -18,31 +18,25 @@ from tests.memory._helpers import CHILDREN, GROWTH_BOUND_KIB, run_probe
 pytestmark = pytest.mark.anyio
 
 _FLOOD = {"FLOOD_MIB": "256"}
-
-
-async def test_an_acp_flood_of_dropped_updates_is_not_kept(tmp_path: Path) -> None:
-    env = {"FLOOD_KIND": "plan", **_FLOOD}
-    report = await run_probe(tmp_path, kind="acp", child=CHILDREN / "acp_flood_agent.py", env=env, record=True)
-    assert report.text == "flood over"
-    assert report.growth_kib < GROWTH_BOUND_KIB, f"host peak RSS grew {report.growth_kib} KiB"
-    # run/start, the chunk, the message, run/end: nothing of the flood.
-    assert report.frames == 4
-    assert report.transcript_bytes < 4096
-
-
-async def test_a_dsh_sdk_flood_of_dropped_events_is_not_kept(tmp_path: Path) -> None:
-    env = {"FLOOD_KIND": "dropped", **_FLOOD}
-    report = await run_probe(tmp_path, kind="dsh-sdk", child=CHILDREN / "sdk_flood_runtime.py", env=env, record=True)
-    assert report.text == "flood over"
-    assert report.growth_kib < GROWTH_BOUND_KIB, f"host peak RSS grew {report.growth_kib} KiB"
-    assert report.frames == 4
-    assert report.transcript_bytes < 4096
-
-
-@pytest.mark.parametrize(
+_DROPPED_FLOODS = pytest.mark.parametrize(
     ("kind", "child", "flood_kind"),
     [("acp", "acp_flood_agent.py", "plan"), ("dsh-sdk", "sdk_flood_runtime.py", "dropped")],
 )
+
+
+@_DROPPED_FLOODS
+async def test_a_flood_of_dropped_updates_is_not_kept(tmp_path: Path, kind: str, child: str, flood_kind: str) -> None:
+    env = {"FLOOD_KIND": flood_kind, **_FLOOD}
+    report = await run_probe(tmp_path, kind=kind, child=CHILDREN / child, env=env, record=True)
+    assert report.text == "flood over"
+    assert report.growth_kib < GROWTH_BOUND_KIB, f"host peak RSS grew {report.growth_kib} KiB"
+    # run/start, the chunk, the message, run/end (and the recorded prompt): nothing of the flood.
+    assert report.frames == 4
+    assert report.records == 5
+    assert report.transcript_bytes < 4096
+
+
+@_DROPPED_FLOODS
 async def test_stream_json_carries_nothing_of_a_dropped_flood(
     tmp_path: Path, kind: str, child: str, flood_kind: str
 ) -> None:

@@ -17,23 +17,20 @@ _FLOOD_MIB = "256"
 _TRANSCRIPT_BOUND = 2 * 8 * 1024 * 1024 + 64 * 1024
 
 
-@pytest.mark.parametrize("flood_kind", ["thought", "tool"])
-async def test_an_acp_flood_of_non_text_updates_ends_output_limit_with_bounded_host_rss(
-    tmp_path: Path, flood_kind: str
+@pytest.mark.parametrize(
+    ("kind", "child", "flood_kind", "limit_line"),
+    [
+        ("acp", "acp_flood_agent.py", "thought", ACP_LIMIT),
+        ("acp", "acp_flood_agent.py", "tool", ACP_LIMIT),
+        ("dsh-sdk", "sdk_flood_runtime.py", "reasoning", SDK_LIMIT),
+        ("dsh-sdk", "sdk_flood_runtime.py", "tool", SDK_LIMIT),
+    ],
+)
+async def test_a_flood_of_non_text_updates_ends_output_limit_with_bounded_host_rss(
+    tmp_path: Path, kind: str, child: str, flood_kind: str, limit_line: str
 ) -> None:
     env = {"FLOOD_KIND": flood_kind, "FLOOD_MIB": _FLOOD_MIB}
-    report = await run_probe(tmp_path, kind="acp", child=CHILDREN / "acp_flood_agent.py", env=env, record=True)
-    assert ACP_LIMIT in report.text
-    assert report.growth_kib < GROWTH_BOUND_KIB, f"host peak RSS grew {report.growth_kib} KiB"
-    assert report.transcript_bytes < _TRANSCRIPT_BOUND
-
-
-@pytest.mark.parametrize("flood_kind", ["reasoning", "tool"])
-async def test_a_dsh_sdk_flood_of_non_text_blocks_ends_output_limit_with_bounded_host_rss(
-    tmp_path: Path, flood_kind: str
-) -> None:
-    env = {"FLOOD_KIND": flood_kind, "FLOOD_MIB": _FLOOD_MIB}
-    report = await run_probe(tmp_path, kind="dsh-sdk", child=CHILDREN / "sdk_flood_runtime.py", env=env, record=True)
-    assert SDK_LIMIT in report.text
+    report = await run_probe(tmp_path, kind=kind, child=CHILDREN / child, env=env, record=True)
+    assert limit_line in report.text
     assert report.growth_kib < GROWTH_BOUND_KIB, f"host peak RSS grew {report.growth_kib} KiB"
     assert report.transcript_bytes < _TRANSCRIPT_BOUND
