@@ -10,7 +10,7 @@ import pytest
 
 from host import CancelController, Host, HostConfig, SubagentHostError, ToolResult
 from host.config._loader import parse_config
-from host.tools._delegation import USAGE_TEXT, create_delegation_tool
+from host.tools._delegation import USAGE_TEXT
 from tests.acp_provider._helpers import wait_for_file
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
 
@@ -59,10 +59,10 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
 async def test_delegation_tool_declares_the_entry_budget_without_showing_it() -> None:
     with anyio.fail_after(5):
         async with Host.open(two_entry_config()) as host:
-            # The host registers what the builder makes of each entry (the timeout policy reads its timeout_ms).
-            definition = create_delegation_tool(host.providers["acp"], host.config.providers["acp"])
+            # What the host registered for the entry carries its budget (the timeout policy reads timeout_ms).
+            definition = host._registry.get("delegate_acp")  # pyright: ignore[reportPrivateUsage]
             schemas = host.tools()
-    assert definition.timeout_ms == 60000
+    assert definition is not None and definition.timeout_ms == 60000
     delegation_schemas = [schema for schema in schemas if schema["name"].startswith("delegate_")]
     # job_output's own wait parameter is named timeout_ms; the delegation tools never show their budget.
     assert delegation_schemas and "timeout_ms" not in str(delegation_schemas)

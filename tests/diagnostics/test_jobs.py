@@ -47,14 +47,13 @@ def test_completed_ignores_a_diagnostic() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_run_is_disposed_before_the_outcome_is_reported() -> None:
+async def test_the_run_is_disposed_before_its_outcome_is_returned() -> None:
     run = ScriptedRun(result_value=partial("completed"))
 
     with anyio.fail_after(5):
         outcome = await settle_job_run(run)
-    run.calls.append("reported")
 
-    assert run.calls == ["result", "dispose", "reported"]
+    assert run.calls == ["result", "dispose"]
     assert outcome == JobOutcome("completed", output="partial")
 
 
@@ -129,7 +128,7 @@ async def test_start_raising_an_aggregate_after_cancel_stays_failed() -> None:
 
 
 @pytest.mark.anyio
-async def test_start_raising_without_cancel_is_failed_and_reported() -> None:
+async def test_start_raising_without_cancel_is_a_failed_job() -> None:
     with anyio.fail_after(5):
         outcome = await settle_job_start(failing_start(RuntimeError("setup failed")), CancelController().signal)
 
