@@ -13,11 +13,10 @@ import pytest
 from host import CancelController, Host, RunHooks, StreamFrame, ToolSuccess
 from host.config._loader import parse_config
 from host.stream import EventFrame
+from tests._provider_helpers import PROCESS_TIMEOUT_S
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
 
 pytestmark = pytest.mark.anyio
-
-PROCESS_TIMEOUT_S = 15
 
 _ENTRIES: dict[str, dict[str, Any]] = {
     "acp": {"kind": "acp", "command": PYTHON, "args": [str(FAKE_ACP_AGENT)], "env": {"MOCK_TEXT": "answer"}},
