@@ -330,6 +330,18 @@ async def test_ignore_eof_keeps_the_runtime_serving_after_shutdown_and_sigterm_w
 
 
 @pytest.mark.anyio
+async def test_ignore_shutdown_never_answers_shutdown_and_keeps_serving_until_stdin_eof() -> None:
+    with anyio.fail_after(_BOUND):
+        async with _open_runtime({"FAKE_IGNORE_SHUTDOWN": "1"}) as runtime:
+            await runtime.request("shutdown", {}, 1)
+            # No answer to the shutdown comes before the next request's.
+            assert await runtime.call("still/here", {}, 2) == [_error(2, -32603, "unknown method: still/here")]
+            await runtime.close_stdin()
+            assert await runtime.receive_to_eof() == []
+            assert await runtime.wait_exit() == 0
+
+
+@pytest.mark.anyio
 async def test_sigterm_exits_zero_by_default() -> None:
     with anyio.fail_after(_BOUND):
         async with _open_runtime({"FAKE_TEXT": "x"}) as runtime:
