@@ -9,9 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.acp_provider._run import start_acp_run
 from host.stream import ChunkFrame, ReasoningDelta, StreamFrame, TextDelta
-from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, task_group
+from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_spec, make_request, open_run
 from tests.snapshots import assert_snapshot
 
 pytestmark = pytest.mark.anyio
@@ -22,10 +21,8 @@ async def test_output_past_the_bound_ends_the_run_with_the_output_limit_diagnost
     spec = replace(agent_spec(tmp_path, MOCK_TEXT="é" * 20, MOCK_LATE_TEXT="late"), max_output_bytes=15)
     frames: list[StreamFrame] = []
     with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with task_group() as group:
-            run = await start_acp_run(make_request(on_frame=frames.append), spec, task_group=group)
+        async with open_run(make_request(on_frame=frames.append), spec) as run:
             result = await run.result()
-            await run.dispose()
     assert result.stop_reason == "error"
     assert result.output == [{"type": "text", "text": "é" * 7}]
     streamed = [frame.chunk for frame in frames if isinstance(frame, ChunkFrame)]
@@ -38,10 +35,8 @@ async def test_output_past_the_bound_ends_the_run_with_the_output_limit_diagnost
 async def test_output_within_the_bound_completes(tmp_path: Path) -> None:
     spec = replace(agent_spec(tmp_path, MOCK_TEXT="é" * 20), max_output_bytes=40)
     with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with task_group() as group:
-            run = await start_acp_run(make_request(), spec, task_group=group)
+        async with open_run(make_request(), spec) as run:
             result = await run.result()
-            await run.dispose()
     assert result.stop_reason == "completed"
     assert result.output == [{"type": "text", "text": "é" * 20}]
 
@@ -52,10 +47,8 @@ async def test_reasoning_and_tool_calls_count_against_the_bound(tmp_path: Path) 
     spec = agent_spec(tmp_path, MOCK_THOUGHT="1", MOCK_TOOL_CALL="1", MOCK_TEXT="answer")
     spec = replace(spec, max_output_bytes=len(thought.encode()) + 10)
     with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with task_group() as group:
-            run = await start_acp_run(make_request(), spec, task_group=group)
+        async with open_run(make_request(), spec) as run:
             result = await run.result()
-            await run.dispose()
     assert result.stop_reason == "error"
     assert result.output == []
     assert run.transcript[1].data["stream"] == [ReasoningDelta(index=0, text=thought)]
@@ -66,9 +59,7 @@ async def test_updates_the_run_does_not_keep_cost_nothing(tmp_path: Path) -> Non
     # Plan, usage, an unknown kind and an extension notification come first; the 6-byte answer still fits.
     spec = replace(agent_spec(tmp_path, MOCK_EXTRA_UPDATES="1", MOCK_TEXT="answer"), max_output_bytes=6)
     with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with task_group() as group:
-            run = await start_acp_run(make_request(), spec, task_group=group)
+        async with open_run(make_request(), spec) as run:
             result = await run.result()
-            await run.dispose()
     assert result.stop_reason == "completed"
     assert result.output == [{"type": "text", "text": "answer"}]

@@ -9,15 +9,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.sdk_provider._run import start_sdk_run
 from host.stream import BlockEnd, ChunkFrame, StreamFrame, TextDelta
 from tests.sdk_provider._helpers import (
     PROCESS_TIMEOUT_S,
     assert_result_snapshot,
     make_request,
+    open_run,
     run_to_result,
     runtime_spec,
-    task_group,
 )
 
 pytestmark = pytest.mark.anyio
@@ -29,11 +28,7 @@ async def test_output_past_the_bound_ends_the_run_with_the_output_limit_diagnost
     # 20 two-byte characters against a 15-byte bound: 7 characters (14 bytes) are kept.
     spec = replace(runtime_spec(tmp_path, FAKE_TEXT="é" * 20), max_output_bytes=15)
     frames: list[StreamFrame] = []
-    with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with task_group() as group:
-            run = await start_sdk_run(make_request(on_frame=frames.append), spec, task_group=group)
-            result = await run.result()
-            await run.dispose()
+    result = await run_to_result(spec, make_request(on_frame=frames.append))
     assert result.stop_reason == "error"
     assert result.diagnostic == "Subagent failure (provider: DSH SDK; stage: session-run; category: output-limit)"
     assert result.output == [{"type": "text", "text": "é" * 7}]
@@ -44,11 +39,7 @@ async def test_output_past_the_bound_ends_the_run_with_the_output_limit_diagnost
 
 async def test_output_within_the_bound_completes(tmp_path: Path) -> None:
     spec = replace(runtime_spec(tmp_path, FAKE_TEXT="é" * 20), max_output_bytes=40)
-    with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with task_group() as group:
-            run = await start_sdk_run(make_request(), spec, task_group=group)
-            result = await run.result()
-            await run.dispose()
+    result = await run_to_result(spec)
     assert result.stop_reason == "completed"
     assert result.output == [{"type": "text", "text": "é" * 20}]
 
@@ -57,10 +48,8 @@ async def test_a_reasoning_block_counts_against_the_bound_and_a_streamed_block_o
     # "answer" streams (6 bytes); its closing text block adds nothing; the reasoning block's JSON passes the bound.
     spec = replace(runtime_spec(tmp_path, FAKE_TEXT="answer", FAKE_REASONING="why"), max_output_bytes=16)
     with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with task_group() as group:
-            run = await start_sdk_run(make_request(), spec, task_group=group)
+        async with open_run(make_request(), spec) as run:
             result = await run.result()
-            await run.dispose()
     assert result.stop_reason == "error"
     assert result.output == [{"type": "text", "text": "answer"}]
     stream = run.transcript[1].data["stream"]
