@@ -32,7 +32,8 @@ def json_bytes(value: object) -> int:
 
 
 def _utf8_bytes(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+    # ASCII (most deltas) is one byte per character: no encoded copy needed.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class OutputBudget:
@@ -53,11 +54,12 @@ class OutputBudget:
         """The part of ``text`` within the bound and its UTF-8 bytes."""
         if self.exceeded:
             return "", 0
+        size = _utf8_bytes(text)
+        if size <= self._room:
+            self._room -= size
+            return text, size
         # A child may stream half of a surrogate pair: count it as the 3 bytes it encodes to, never fail on it.
         data = text.encode("utf-8", "surrogatepass")
-        if len(data) <= self._room:
-            self._room -= len(data)
-            return text, len(data)
         # Cut at a character boundary: back off over the continuation bytes (0b10xxxxxx) of a split character.
         cut = self._room
         while cut > 0 and data[cut] & 0xC0 == 0x80:
@@ -72,13 +74,18 @@ class OutputBudget:
             return None
         if isinstance(chunk, (TextDelta, ReasoningDelta)):
             text = chunk.text
-            kept, size = self._admit_text(text)
+            size = _utf8_bytes(text)
+            fits = size <= self._room
+            if fits:  # the hot path: the whole delta, no cut to compute
+                self._room -= size
+            else:
+                text, size = self._admit_text(text)  # cut at the bound, which is now exceeded
             if size:
                 streamed = self._streamed
                 streamed[chunk.index] = streamed.get(chunk.index, 0) + size
-            if kept == text:
+            if fits:
                 return chunk
-            return chunk.model_copy(update={"text": kept}) if kept else None
+            return chunk.model_copy(update={"text": text}) if text else None
         cost = self._block_end_cost(chunk) if isinstance(chunk, BlockEnd) else json_bytes(chunk.model_dump())
         if cost > self._room:
             self._exceed()
