@@ -32,6 +32,7 @@ from fake_runtimes._skeleton import (
     prompt_text,
     spawn_grandchild,
     start_stdin_reader,
+    write_file_atomically,
 )
 
 DEFAULT_TEXT: Final = "hello from fake runtime"
@@ -73,8 +74,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     del signum, frame
     path = _switch("FAKE_SIGTERM_FILE")
     if path is not None:
-        with open(path, "w", encoding="utf-8") as file:
-            file.write("sigterm\n")
+        write_file_atomically(path, "sigterm\n")  # a poller never reads it half-written
     if _switch("FAKE_TRAP_SIGTERM") is None:
         _exit_now(0)
 
@@ -203,8 +203,7 @@ class _FakeRuntime:
         if _switch("FAKE_HANG_INIT") is not None:
             return
         if ready is not None and go is not None:
-            with open(ready, "w", encoding="utf-8") as file:
-                file.write("ready\n")
+            write_file_atomically(ready, "ready\n")
             while not os.path.exists(go):
                 self._drain_nowait()
                 time.sleep(_GO_POLL_SECONDS)
