@@ -21,8 +21,8 @@ from typing import Any, cast
 
 import anyio
 
-from host._contracts import SubagentRequest
 from host.cancel import CancelController
+from host.run._contracts import SubagentRequest
 from host.sdk_provider._run import start_sdk_run
 from host.sdk_provider.client import SdkRunSpec
 

@@ -48,10 +48,10 @@ import acp  # noqa: E402
 from acp import schema as acp_schema  # noqa: E402
 from acp.interfaces import Client  # noqa: E402
 
-from host._contracts import SubagentRequest  # noqa: E402
 from host.acp_provider._run import AcpRunSpec, start_acp_run  # noqa: E402
 from host.cancel import CancelController  # noqa: E402
 from host.diagnostics import SubagentResult  # noqa: E402
+from host.run._contracts import SubagentRequest  # noqa: E402
 from host.stream import StreamFrame  # noqa: E402
 
 ECHO_AGENT = REPO / "fake_runtimes" / "acp_agent.py"

@@ -19,13 +19,13 @@ from typing import Any, Final, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from host._contracts import Provider
 from host._exceptions import SubagentHostError
 from host.cancel import CancelController, CancelSignal, fuse
 from host.config import EntryConfig, HostConfig, load_config
 from host.diagnostics import JobOutcome
 from host.process import hold_keeper, release_keeper, term_grace
 from host.records import RecordObserver, RunRecording, resolve_state_dir
+from host.run._contracts import Provider
 from host.tools import (
     JobDoneListener,
     JobRunner,

@@ -16,8 +16,8 @@ import anyio
 import psutil
 from anyio.abc import TaskGroup
 
-from host._contracts import AgentOptions, SubagentRequest, SubagentRun
 from host.cancel import CancelController, CancelSignal
+from host.run._contracts import AgentOptions, SubagentRequest, SubagentRun
 from host.stream import StreamFrame
 
 __all__ = [

@@ -12,10 +12,10 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from host._child import ChildConnection, open_child_connection
 from host._exceptions import AggregateError, ConnectionClosedError, ProcessTreeSurvivedError
 from host.jsonrpc import JsonRpcPeer
 from host.process import run_teardown_ladder
+from host.run._child import ChildConnection, open_child_connection
 from tests._fake_process import FakeProcess
 
 pytestmark = pytest.mark.anyio

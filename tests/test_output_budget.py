@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from host._output_budget import OutputBudget, json_bytes
+from host.run._output_budget import OutputBudget, json_bytes
 from host.stream import BlockEnd, BlockStart, ReasoningDelta, TextDelta, ToolCallChunk
 
 

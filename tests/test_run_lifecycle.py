@@ -10,12 +10,12 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from host._contracts import SubagentRequest
 from host._exceptions import AggregateError, SdkRunFailure, StartAbortedError, SubagentHostError
 from host._json import ContentBlock
-from host._lifecycle import RunLifecycle
 from host.cancel import CancelController
 from host.diagnostics import SubagentResult
+from host.run._contracts import SubagentRequest
+from host.run._lifecycle import RunLifecycle
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,6 @@ from typing import Any, Final, cast
 
 from anyio.abc import TaskGroup
 
-from host._child import ChildConnection, SpawnFn, open_child_connection
 from host._exceptions import (
     AcpConnectionClosed,
     AcpResponseError,
@@ -29,6 +28,7 @@ from host.acp_provider._wire import update_of
 from host.config import InheritEnv
 from host.jsonrpc import JsonRpcPeer
 from host.process import ProcessHandle, build_child_env
+from host.run._child import ChildConnection, SpawnFn, open_child_connection
 
 __all__ = ["TEARDOWN_AGGREGATE_MESSAGE", "AcpConnection"]
 

@@ -12,13 +12,13 @@ from typing import Literal
 
 from anyio.abc import TaskGroup
 
-from host._contracts import Capabilities, Provider, SubagentRequest
-from host._entry_provider import EntryProvider
 from host._exceptions import ConfigError, SubagentHostError
 from host.acp_provider._run import START_ABORTED_MESSAGE, AcpRun, AcpRunSpec, start_acp_run
 from host.acp_provider._spec import HOST_LOGGER_NAME
 from host.config import AcpEntryConfig
 from host.diagnostics import AcpFailureFacts, acp_run_failure
+from host.run._contracts import Capabilities, Provider, SubagentRequest
+from host.run._entry_provider import EntryProvider
 
 __all__ = ["HOST_LOGGER_NAME", "AcpProvider"]
 

@@ -16,12 +16,8 @@ from typing import Final, Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from host._child import SpawnFn
-from host._contracts import SubagentRequest
 from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError, SubagentHostError
 from host._json import ContentBlock
-from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
-from host._output_budget import OutputBudget
 from host.acp_provider._connection import AcpConnection
 from host.acp_provider._spec import (
     AcpRunSpec,
@@ -47,6 +43,10 @@ from host.diagnostics import (
     acp_run_failure,
 )
 from host.process import ManagedProcess, ProcessHandle, ProcessOutcome, tail_bytes
+from host.run._child import SpawnFn
+from host.run._contracts import SubagentRequest
+from host.run._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
+from host.run._output_budget import OutputBudget
 from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
 
 __all__ = ["START_ABORTED_MESSAGE", "AcpRun", "AcpRunSpec", "start_acp_run"]

@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 
-from host._check import CheckReport, check_entry
 from host._exceptions import ConfigError
 from host.cli._hints import hints_for
 from host.cli._output import Output, neutralise
@@ -22,6 +21,7 @@ from host.cli._support import (
     watch_signals,
 )
 from host.config import EntryConfig
+from host.run._check import CheckReport, check_entry
 
 __all__ = ["check_providers"]
 

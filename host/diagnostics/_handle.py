@@ -1,6 +1,6 @@
 """The slice of a run handle the foreground and background adapters need.
 
-``host._contracts.SubagentRun`` satisfies it structurally; this layer sits below ``host._contracts`` and must not
+``host.run._contracts.SubagentRun`` satisfies it structurally; this layer sits below ``host.run`` and must not
 import it.
 """
 

@@ -17,7 +17,6 @@ from typing import Final, Protocol, runtime_checkable
 
 import anyio
 
-from host._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host._json import ContentBlock
 from host._version import package_version
 from host.config import EntryConfig
@@ -27,6 +26,7 @@ from host.records._paths import ensure_runs_dir
 from host.records._recorder import RecordObserver, RunRecorder, RunStartFacts
 from host.records._store import count_transcripts, prune_runs
 from host.records._writer import TranscriptWriter
+from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.stream import ProviderKind, StreamFrame, TranscriptEvent
 
 __all__ = ["FLUSH_INTERVAL_S", "ChildFacts", "ClosableProvider", "RunRecording"]

@@ -13,11 +13,11 @@ from typing import Final, Literal
 
 from anyio.abc import TaskGroup
 
-from host._contracts import Capabilities, Provider, SubagentRequest
-from host._entry_provider import EntryProvider
 from host._exceptions import ConfigError, SubagentHostError
 from host.config import SdkEntryConfig
 from host.diagnostics import sdk_run_failure
+from host.run._contracts import Capabilities, Provider, SubagentRequest
+from host.run._entry_provider import EntryProvider
 from host.sdk_provider._run import START_ABORTED_MESSAGE, ClientFactory, SdkRun, start_sdk_run
 from host.sdk_provider.client import SdkClient, SdkRunSpec
 

@@ -16,11 +16,8 @@ from typing import Final, Protocol
 
 from anyio.abc import TaskGroup
 
-from host._contracts import AgentOptions, SubagentRequest
 from host._exceptions import SdkRunFailure, StartAbortedError
 from host._json import ContentBlock
-from host._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
-from host._output_budget import OutputBudget
 from host.config import MAX_OUTPUT_BYTES
 from host.diagnostics import (
     SdkCategory,
@@ -29,6 +26,9 @@ from host.diagnostics import (
     sdk_run_failure,
 )
 from host.process import ProcessOutcome, tail_bytes
+from host.run._contracts import AgentOptions, SubagentRequest
+from host.run._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
+from host.run._output_budget import OutputBudget
 from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, result_of_turn_end
 from host.sdk_provider.client import (
     NotificationObserver,

@@ -16,13 +16,13 @@ from typing import Annotated, Any, Final, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, TypeAdapter
 
-from host._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host._exceptions import AggregateError, SubagentHostError, SubagentRunError, describe_error
 from host._json import ContentBlock, JsonValue
-from host._spawned import observe_spawns
 from host.cancel import CancelSignal
 from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
+from host.run._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
+from host.run._spawned import observe_spawns
 from host.stream import FrameObserver, StreamFrame
 from host.tools._define import define_tool
 from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner

@@ -21,12 +21,12 @@ from typing import Final, Literal, TypeAlias
 import anyio
 from anyio.abc import TaskGroup
 
-from host._contracts import SubagentRun
 from host._exceptions import JobNotFoundError, SubagentHostError, describe_error
 from host._json import format_ms
 from host.cancel import CancelController, CancelSignal, deadline, timeout_of
 from host.config import DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES, DEFAULT_MAX_FINISHED_JOBS
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
+from host.run._contracts import SubagentRun
 from host.stream import FrameObserver, StreamFrame
 
 __all__ = [

@@ -11,11 +11,11 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Literal
 
-from host._child import SpawnFn
-from host._contracts import SubagentRequest, SubagentRun
 from host.acp_provider._run import AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
 from host.process import spawn_managed
+from host.run._child import SpawnFn
+from host.run._contracts import SubagentRequest, SubagentRun
 from tests._provider_helpers import PROCESS_TIMEOUT_S as PROCESS_TIMEOUT_S
 from tests._provider_helpers import SECRET_MARKERS as SECRET_MARKERS
 from tests._provider_helpers import RecordingSink as RecordingSink

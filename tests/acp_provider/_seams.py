@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
-from host._child import SpawnFn
 from host.process import ProcessHandle, ProcessOutcome, spawn_managed
 from host.process._handle import SupportsAclose
+from host.run._child import SpawnFn
 from tests.acp_conformance import WireRecorder
 
 HandleDecorator = Callable[[ProcessHandle], ProcessHandle]

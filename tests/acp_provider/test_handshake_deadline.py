@@ -11,11 +11,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host._check import check_entry
 from host._exceptions import AcpRunFailure
 from host.acp_provider import AcpProvider
 from host.acp_provider._run import start_acp_run
 from host.diagnostics import AcpFailureFacts, acp_failure_line
+from host.run._check import check_entry
 from tests._provider_helpers import is_gone
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_entry, agent_spec, make_request, task_group
 from tests.snapshots import assert_snapshot

@@ -11,12 +11,12 @@ import anyio
 import pytest
 
 from host import Host
-from host._contracts import AgentOptions, SubagentRequest, check_capabilities
 from host._exceptions import AcpRunFailure, ConfigError, UnsupportedCapabilityError
 from host.acp_provider import AcpProvider
 from host.cancel import CancelController
 from host.config import AcpEntryConfig
 from host.config._loader import parse_config
+from host.run._contracts import AgentOptions, SubagentRequest, check_capabilities
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_entry, make_request, task_group
 from tests.conftest import FAKE_ACP_AGENT, PYTHON
 from tests.tools._helpers import acp_config

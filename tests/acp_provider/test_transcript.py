@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host._contracts import SubagentRun
 from host._exceptions import AcpRunFailure
 from host.acp_provider._run import start_acp_run
 from host.cancel import CancelController
+from host.run._contracts import SubagentRun
 from host.stream import ChunkFrame, EventFrame, StreamFrame
 from tests.acp_provider._helpers import (
     PROCESS_TIMEOUT_S,

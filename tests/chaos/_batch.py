@@ -15,7 +15,6 @@ import anyio
 import psutil
 
 from host import CancelController, Host, RunHooks, SubagentResult, load_config
-from host._contracts import SubagentRequest
 from host.diagnostics import (
     AcpCategory,
     AcpStage,
@@ -27,6 +26,7 @@ from host.diagnostics import (
 )
 from host.diagnostics._lines import PermissionOutcome
 from host.diagnostics._result import DIAGNOSTIC_LIMIT_BYTES
+from host.run._contracts import SubagentRequest
 from tests._provider_helpers import SECRET_MARKERS, is_gone
 from tests.chaos._draws import TIMEOUT_MS, Draw
 from tests.conftest import PYTHON

@@ -13,7 +13,7 @@ from tests.cli._script import PYTHON, script_env
 _NEVER_IMPORTED_BY_RUN = (
     "host.sdk_provider",
     "host.server",
-    "host._check",
+    "host.run._check",
     "host.cli._checks",
     "host.cli._providers",
     "host.cli._runs",

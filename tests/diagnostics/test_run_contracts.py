@@ -1,4 +1,4 @@
-"""The request, options and capability gate of ``host._contracts`` (docs/behaviour.md#results-request to
+"""The request, options and capability gate of ``host.run._contracts`` (docs/behaviour.md#results-request to
 #results-capability-gate, acceptance 11)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import pydantic
 import pytest
 
-from host._contracts import AgentOptions, Capabilities, Provider, SubagentRequest, SubagentRun, check_capabilities
 from host._exceptions import UnsupportedCapabilityError
 from host.cancel import CancelController
+from host.run._contracts import AgentOptions, Capabilities, Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.stream import ProviderKind
 from tests.diagnostics._helpers import ScriptedRun
 

@@ -10,9 +10,9 @@ from typing import Literal
 import anyio
 import pytest
 
-from host._lifecycle import call_error_sink, settle_run_result
 from host.cancel import CancelController, CancelSignal
 from host.diagnostics import SubagentResult
+from host.run._lifecycle import call_error_sink, settle_run_result
 
 PARTIAL = [{"type": "text", "text": "partial"}]
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import anyio
 
-from host._contracts import SubagentRequest, SubagentRun
 from host.config import SdkEntryConfig
 from host.diagnostics import SubagentResult
+from host.run._contracts import SubagentRequest, SubagentRun
 from host.sdk_provider._run import ClientFactory, start_sdk_run
 from host.sdk_provider.client import SdkClient, SdkRunSpec
 from tests._provider_helpers import PROCESS_TIMEOUT_S as PROCESS_TIMEOUT_S

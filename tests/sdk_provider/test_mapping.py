@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from host._contracts import AgentOptions
 from host._exceptions import (
     JsonRpcResponseError,
     RequestTimeoutError,
     SdkProtocolError,
     TransportClosedError,
 )
+from host.run._contracts import AgentOptions
 from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, map_turn_end, result_of_turn_end
 from host.sdk_provider._run import resolve_route
 from host.sdk_provider.client import SdkRunSpec

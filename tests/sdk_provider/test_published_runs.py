@@ -12,9 +12,9 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from host._contracts import AgentOptions
 from host.config import SdkEntryConfig
 from host.config._loader import parse_config
+from host.run._contracts import AgentOptions
 from host.sdk_provider import DshSdkProvider
 from host.sdk_provider._provider import spec_of_entry
 from host.sdk_provider._run import start_sdk_run

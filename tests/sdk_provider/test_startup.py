@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host._contracts import SubagentRun
 from host._exceptions import AggregateError, RequestTimeoutError, SdkRunFailure, StartAbortedError
 from host.cancel import CancelController
+from host.run._contracts import SubagentRun
 from host.sdk_provider import DshSdkProvider
 from host.sdk_provider._run import start_sdk_run
 from host.sdk_provider.client import SdkRunSpec

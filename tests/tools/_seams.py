@@ -11,10 +11,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from host import CancelController
-from host._contracts import Capabilities, SubagentRequest, SubagentRun
 from host._exceptions import ProcessTreeSurvivedError
 from host.acp_provider._run import AcpRunSpec, start_acp_run
 from host.config import AcpEntryConfig
+from host.run._contracts import Capabilities, SubagentRequest, SubagentRun
 from host.stream import ProviderKind
 from host.tools import (
     JobRunner,

@@ -12,10 +12,10 @@ import anyio
 import pytest
 
 from host import CancelController, Host
-from host._contracts import SubagentRun
 from host._exceptions import JobNotFoundError
 from host.cancel import CancelSignal
 from host.diagnostics import SubagentResult
+from host.run._contracts import SubagentRun
 from host.stream import FrameObserver
 from host.tools import JobRunner
 from tests.diagnostics._helpers import ScriptedRun

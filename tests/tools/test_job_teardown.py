@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from host import CancelController, Host
-from host._contracts import SubagentRun
 from host.cancel import CancelSignal
 from host.diagnostics import JobOutcome
+from host.run._contracts import SubagentRun
 from host.stream import FrameObserver
 from host.tools import (
     JobRunner,

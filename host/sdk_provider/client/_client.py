@@ -16,7 +16,6 @@ from typing import Any, Final
 import anyio
 from anyio.abc import TaskGroup
 
-from host._child import ChildConnection, open_child_connection
 from host._exceptions import (
     ConnectionClosedError,
     ErrorMapping,
@@ -31,6 +30,7 @@ from host._exceptions import (
 from host._json import ContentBlock
 from host.jsonrpc import JsonRpcPeer
 from host.process import ManagedProcess, ProcessOutcome, build_child_env, eof_rung, spawn_managed
+from host.run._child import ChildConnection, open_child_connection
 from host.sdk_provider.client._consume import consume_session_run
 from host.sdk_provider.client._models import InitializeParams
 from host.sdk_provider.client._spec import SdkRunSpec

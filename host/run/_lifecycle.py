@@ -19,11 +19,11 @@ from typing import Final, Generic, Literal, NoReturn, TypeAlias, TypeVar, final
 import anyio
 from anyio.abc import TaskGroup
 
-from host._contracts import SubagentRequest
 from host._exceptions import AggregateError, StartAbortedError, SubagentHostError
 from host._json import ContentBlock
 from host.cancel import CancelSignal
 from host.diagnostics import SubagentResult, limit_diagnostic
+from host.run._contracts import SubagentRequest
 from host.stream import ProviderKind, RunJournal, TranscriptEvent
 
 __all__ = ["ErrorSink", "RunLifecycle", "call_error_sink", "new_run_id", "normalize_result", "settle_run_result"]

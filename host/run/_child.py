@@ -16,9 +16,9 @@ from typing import Final, Generic, Protocol, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from host._spawned import notify_spawned
 from host.jsonrpc import JsonRpcPeer
 from host.process import ProcessHandle, SharedTeardown, climb_teardown_ladder
+from host.run._spawned import notify_spawned
 
 __all__ = ["ChildConnection", "SpawnFn", "open_child_connection"]
 

@@ -15,9 +15,9 @@ from typing import Final, Generic, Literal, Protocol, TypeVar, final
 
 import anyio
 
-from host._contracts import SubagentRequest
 from host._exceptions import ConfigError, StartAbortedError, SubagentHostError
 from host.config import is_accessible_directory
+from host.run._contracts import SubagentRequest
 
 __all__ = ["CLOSED_MESSAGE", "EntryProvider"]
 
