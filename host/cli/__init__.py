@@ -2,7 +2,7 @@
 
 ``run_command`` takes the parsed command line and the first signal recorded during start-up, and returns the exit
 status: ``run`` (``_run``), ``runs`` (``_runs``), ``providers`` (``_providers``), ``check`` (``_checks``) and
-``serve`` (``host.server``, which alone imports the MCP SDK). Only ``run`` is imported up front: every other
+``serve`` (``_serve``, over ``host.server``). Only ``run`` is imported up front: every other
 command's module is imported when that command runs (the cold start of ``run``).
 """
 
@@ -27,7 +27,7 @@ def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
 
         return run_runs_command(args)
     if args.command == "serve":
-        from host.server import run_serve  # the MCP SDK is imported only once serving starts
+        from host.cli._serve import run_serve
 
         return run_serve(args, early_signal=lambda: received.first, owns_process=True)
     try:

@@ -16,6 +16,7 @@ __all__ = [
     "choose_provider",
     "config_error_text",
     "load",
+    "no_config_notice",
     "with_overrides",
     "workspace",
 ]
@@ -35,10 +36,18 @@ def load(path: str | None, output: Output) -> HostConfig:
         ConfigError: the file named by ``path`` or ``$SUBAGENT_HOST_CONFIG`` is missing, unreadable or invalid.
     """
     config = load_config(path)
-    if config.searched:
-        searched = "; ".join(config.searched)
-        output.err(f"subagent-host: no config found (searched {searched}); using the built-in echo provider\n")
+    notice = no_config_notice(config)
+    if notice is not None:
+        output.err(notice)
     return config
+
+
+def no_config_notice(config: HostConfig) -> str | None:
+    """The stderr line every command prints when the lookup found no file and fell back to the built-in echo."""
+    if not config.searched:
+        return None
+    searched = "; ".join(config.searched)
+    return f"subagent-host: no config found (searched {searched}); using the built-in echo provider\n"
 
 
 def choose_provider(config: HostConfig, requested: str | None) -> str:

@@ -1,9 +1,11 @@
 """The bidirectional newline-delimited JSON-RPC 2.0 peer, deliberately not ACP- or SDK-aware.
 
 One reader handles every inbound message inline, in arrival order; writes are serialised, one ``send()`` per
-message. Peer input never raises out of ``run()``: garbage is skipped, and EOF, an over-long line or ``close()``
-ends the connection, failing every pending request with ``ConnectionClosedError``. Each inbound request is answered
-at most once (exactly once unless the connection closes while its handler runs).
+message. Peer input never raises out of ``run()``: garbage is skipped (or, with ``strict``, answered ``-32700`` /
+``-32600``), and EOF, an over-long line or ``close()`` ends the connection, failing every pending request with
+``ConnectionClosedError``. Each inbound request is answered at most once (exactly once unless the connection closes
+while its handler runs, or the request was cancelled). A server whose requests may take long names them in
+``concurrent_methods``: each such request runs in its own task, which ``cancel_request`` cancels without a response.
 """
 
 from __future__ import annotations
@@ -16,27 +18,36 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from host._exceptions import ConnectionClosedError, LineTooLongError, PeerWriteError, ResponseError
+from host._exceptions import ConnectionClosedError, LineTooLongError, PeerWriteError
+from host.jsonrpc._envelope import (
+    ErrorReply,
+    Rejection,
+    error_response,
+    handler_failure_to_wire,
+    reject_line,
+    reject_message,
+    response_error,
+)
 from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId, encode_message, parse_line
+from host.jsonrpc._inbound import InboundRequests
 from host.jsonrpc._pending import CLOSED, PendingRequests, ResponseHook, Settled
 
-__all__ = ["CloseReason", "JsonRpcPeer", "RequestHandler"]
+__all__ = ["CloseReason", "JsonRpcPeer", "RequestHandler", "RequestRouter"]
 
 logger = logging.getLogger(__name__)
 
 RequestHandler: TypeAlias = Callable[[dict[str, Any]], Awaitable[object]]
 """Answers one inbound request: ``params`` in, a JSON-able ``result`` out."""
 
+RequestRouter: TypeAlias = Callable[[str], RequestHandler | None]
+"""Finds the handler of an inbound method (``None``: ``-32601``), for a server whose methods depend on its state."""
+
 CloseReason: TypeAlias = Literal["eof", "line-too-long", "closed"]
 
 METHOD_NOT_FOUND_CODE: Final = -32601
-INTERNAL_ERROR_CODE: Final = -32603
-INTERNAL_ERROR_MESSAGE: Final = "Internal error"
 # The SDK's texts for a connection that ended (docs/behaviour.md#sdk-client-errors): by the peer, or by us.
 INPUT_CLOSED_MESSAGE: Final = "JSON-RPC input closed"
 TRANSPORT_CLOSED_MESSAGE: Final = "JSON-RPC transport closed"
-# Default `message` of an `error` member that has none (docs/behaviour.md#sdk-wire-framing).
-DEFAULT_ERROR_MESSAGE: Final = "JSON-RPC error"
 
 # Bounds closing our end of the receive stream once the reader is done with it.
 _RECEIVE_CLOSE_TIMEOUT: Final = 1.0
@@ -57,33 +68,6 @@ def _default_method_not_found(method: str) -> str:
     return "Method not found"
 
 
-def _response_error(error: object) -> ResponseError:
-    """Map a response's ``error`` member leniently: bad ``code`` → ``None``, bad ``message`` → the default."""
-    if not isinstance(error, dict):
-        return ResponseError(None, DEFAULT_ERROR_MESSAGE)
-    fields = cast("dict[str, object]", error)
-    code = fields.get("code")
-    message = fields.get("message")
-    return ResponseError(
-        code if type(code) is int else None,
-        message if isinstance(message, str) else DEFAULT_ERROR_MESSAGE,
-        fields.get("data"),
-    )
-
-
-def _error_response(request_id: RequestId, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-def _handler_failure_to_wire(request_id: RequestId, method: str) -> dict[str, Any]:
-    """The one mapping of a failed inbound request to the wire: ``-32603`` with no traceback and no ``data``.
-
-    Must be called from an ``except`` block; the exception goes to the host log only.
-    """
-    logger.exception("handler for inbound JSON-RPC request %r failed", method)
-    return _error_response(request_id, INTERNAL_ERROR_CODE, INTERNAL_ERROR_MESSAGE)
-
-
 class JsonRpcPeer:
     """One JSON-RPC 2.0 connection over a pair of byte streams, in both directions.
 
@@ -95,6 +79,11 @@ class JsonRpcPeer:
         next_id: allocates our request ids (default ``0, 1, 2, ...``).
         method_not_found: the ``-32601`` message for an unknown inbound method.
         max_line_bytes: the longest inbound line (without ``\\n``); a longer one closes the connection.
+        request_router: finds inbound handlers by method when ``request_handlers`` has none.
+        concurrent_methods: inbound methods each handled in a task of their own (answered when done, in any order);
+            every other request is answered inline, in arrival order.
+        strict: answer unusable input (``-32700``, ``-32600``) instead of skipping it.
+        on_input_end: called once, synchronously, when the reader ends (before waiting for concurrent requests).
     """
 
     def __init__(
@@ -107,6 +96,10 @@ class JsonRpcPeer:
         next_id: Callable[[], RequestId] | None = None,
         method_not_found: Callable[[str], str] = _default_method_not_found,
         max_line_bytes: int = MAX_LINE_BYTES,
+        request_router: RequestRouter | None = None,
+        concurrent_methods: frozenset[str] = frozenset(),
+        strict: bool = False,
+        on_input_end: Callable[[], None] | None = None,
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be positive")
@@ -128,6 +121,11 @@ class JsonRpcPeer:
         self._close_reason: CloseReason | None = None
         self._line_too_long: LineTooLongError | None = None
         self._write_failure: Exception | None = None
+        self._router = request_router
+        self._concurrent_methods = concurrent_methods
+        self._strict = strict
+        self._on_input_end = on_input_end
+        self._inbound = InboundRequests(self._respond, self._write_reply)
 
     @property
     def closed(self) -> bool:
@@ -150,6 +148,26 @@ class JsonRpcPeer:
         self._reader_started = True
         reason: CloseReason = "closed"
         try:
+            async with self._inbound.running(enabled=bool(self._concurrent_methods)):
+                reason = await self._read_and_end()
+        finally:
+            self._mark_closed(reason)
+            self._reader_done.set()
+
+    def cancel_request(self, request_id: RequestId) -> bool:
+        """Cancel the concurrent inbound request ``request_id``: its handler is cancelled and nothing answers it.
+
+        Returns whether such a request was in flight.
+        """
+        return self._inbound.cancel(request_id)
+
+    def cancel_requests(self) -> None:
+        """Cancel every concurrent inbound request in flight (none of them is answered)."""
+        self._inbound.cancel_all()
+
+    async def _read_and_end(self) -> CloseReason:
+        reason: CloseReason = "closed"
+        try:
             with self._reader_scope:
                 reason = await self._read_until_closed()
             self._mark_closed(reason)
@@ -160,7 +178,10 @@ class JsonRpcPeer:
                     await self._receive.aclose()
         finally:
             self._mark_closed(reason)
-            self._reader_done.set()
+            if self._on_input_end is not None:
+                on_input_end, self._on_input_end = self._on_input_end, None
+                on_input_end()
+        return reason
 
     async def request(
         self, method: str, params: Mapping[str, object] | None = None, *, on_response: ResponseHook | None = None
@@ -235,10 +256,19 @@ class JsonRpcPeer:
                 if newline - start > limit:
                     return self._over_long_line()
                 message = parse_line(buffer[start:newline])
+                if message is None:
+                    if self._strict:
+                        await self._reject(reject_line(buffer[start:newline]))
+                    start = newline + 1
+                    newline = buffer.find(b"\n", start)
+                    continue
                 start = newline + 1
                 newline = buffer.find(b"\n", start)
-                if message is None:
-                    continue
+                if self._strict:
+                    rejection = reject_message(message)
+                    if rejection is not None:
+                        await self._reject(rejection)
+                        continue
                 # Classified inline rather than in per-message tasks: order is part of the contract (a
                 # notification read before a response is handled before that response's waiter runs), and a task
                 # per message would cost the streaming hot path more than the JSON decoding does.
@@ -254,7 +284,10 @@ class JsonRpcPeer:
                 elif method is None:
                     self._settle_response(request_id, message)
                 elif type(method) is str:
-                    await self._answer(request_id, method, message.get("params"))
+                    if method in self._concurrent_methods:
+                        self._inbound.start(request_id, method, message.get("params"))
+                    else:
+                        await self._answer(request_id, method, message.get("params"))
                 else:
                     logger.debug("skipping a JSON-RPC message whose method is a %s", type(method).__name__)
                 if self._closed:
@@ -282,31 +315,48 @@ class JsonRpcPeer:
 
     def _settle_response(self, request_id: RequestId, message: dict[str, Any]) -> None:
         error = message.get("error")
-        outcome = Settled(result=message.get("result")) if error is None else Settled(error=_response_error(error))
+        outcome = Settled(result=message.get("result")) if error is None else Settled(error=response_error(error))
         if not self._pending.resolve(request_id, outcome):
             logger.debug("ignoring a JSON-RPC response to unknown request id %.80r", request_id)
 
     async def _answer(self, request_id: RequestId, method: str, params: object) -> None:
         # Awaited inline by the reader: answers are immediate policy decisions, and inline handling keeps them
         # ordered with the notifications around them.
+        await self._write_reply(method, await self._respond(request_id, method, params))
+
+    async def _respond(self, request_id: RequestId, method: str, params: object) -> bytes:
+        """The encoded answer to one inbound request (its handler's result, or its error)."""
         handler = self._handlers.get(method)
+        if handler is None and self._router is not None:
+            handler = self._router(method)
         if handler is None:
-            response = _error_response(request_id, METHOD_NOT_FOUND_CODE, self._method_not_found(method))
+            response = error_response(request_id, METHOD_NOT_FOUND_CODE, self._method_not_found(method))
         else:
             try:
                 result = await handler(_params_of(params))
+            except ErrorReply as reply:
+                response = {"jsonrpc": "2.0", "id": request_id, "error": reply.to_wire()}
             except Exception:  # containment boundary: a failing handler becomes one -32603 answer
-                response = _handler_failure_to_wire(request_id, method)
+                response = handler_failure_to_wire(request_id, method)
             else:
                 response = {"jsonrpc": "2.0", "id": request_id, "result": result}
         try:
-            data = encode_message(response)
+            return encode_message(response)
         except (TypeError, ValueError, RecursionError):
-            data = encode_message(_handler_failure_to_wire(request_id, method))
+            return encode_message(handler_failure_to_wire(request_id, method))
+
+    async def _write_reply(self, method: str, data: bytes) -> None:
         try:
             await self._write(data)
         except PeerWriteError:
             logger.debug("could not answer inbound JSON-RPC request %r: the peer stopped reading", method)
+
+    async def _reject(self, rejection: Rejection) -> None:
+        if rejection == "drop":
+            return
+        request_id, code, message = rejection
+        data = encode_message({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+        await self._write_reply("(malformed)", data)
 
     async def _write(self, data: bytes) -> None:
         # One send() per message under the lock, so concurrent writers never interleave bytes on the wire.

@@ -1,11 +1,11 @@
-"""``subagent-host serve``: the host's tool registry as an MCP server (stdio, or Streamable HTTP).
+"""``subagent-host serve``'s transports and lifetime: the MCP layer (``host.mcp``) over stdio or Streamable HTTP.
 
-Only the command-line layer is imported here; the MCP SDK is imported when ``run_serve`` starts serving, so
-``subagent-host run`` never pays for it.
+Starlette and uvicorn are imported only when ``--http`` is given; nothing here imports the MCP SDK.
 """
 
 from __future__ import annotations
 
-from host.server._options import run_serve
+from host.server._app import EarlySignal, serve
+from host.server._options import ServeOptions, ServeUsageError, parse_serve_options
 
-__all__ = ["run_serve"]
+__all__ = ["EarlySignal", "ServeOptions", "ServeUsageError", "parse_serve_options", "serve"]

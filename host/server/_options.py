@@ -1,32 +1,24 @@
-"""The ``serve`` command: validating its parsed arguments, and the entry point the CLI dispatches to.
+"""``serve``'s options: validating the parsed command-line arguments into ``ServeOptions``.
 
-The arguments themselves are defined once, in the stdlib-only console entry (``subagent_host_cli._parser``).
-Nothing here imports the MCP SDK: ``run`` and the parser pay nothing for it; ``run_serve`` imports it lazily.
+The arguments themselves are defined in the stdlib-only console entry; its defaults are repeated here (a test pins
+that they agree), so nothing under ``host.server`` imports the console package.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
-import logging
 import os
-import signal
 import stat
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from subagent_host_cli._early import EXIT_BY_SIGNAL
-from subagent_host_cli._parser import DEFAULT_HTTP_HOST, DEFAULT_MAX_CONCURRENT_RUNS
+__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "ServeUsageError", "parse_serve_options"]
 
-__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "run_serve"]
-
-_EXIT_OK: Final = 0
-_EXIT_USAGE: Final = 2
-
-EarlySignal = Callable[[], signal.Signals | None]
-"""The first signal the console entry recorded before serving started (``None``: none)."""
+DEFAULT_MAX_CONCURRENT_RUNS: Final = 8
+"""The host-wide limit of concurrent tool calls; excess calls queue."""
+DEFAULT_HTTP_HOST: Final = "127.0.0.1"
+"""Where ``--http PORT`` or ``--http :PORT`` binds."""
 
 
 class ServeUsageError(Exception):
@@ -71,48 +63,6 @@ def parse_serve_options(args: argparse.Namespace) -> ServeOptions:
         auth_token=token,
         state_dir=state_dir,
     )
-
-
-def run_serve(args: argparse.Namespace, *, early_signal: EarlySignal, owns_process: bool = False) -> int:
-    """Run ``serve`` to completion and return the exit status.
-
-    0 after a clean shutdown, 2 on a usage error, 128 + N when signal N arrived before serving started.
-    """
-    logging.basicConfig(level=logging.WARNING, format="subagent-host: %(levelname)s %(name)s: %(message)s")
-    from host._exceptions import ConfigError
-    from host.config import load_config
-
-    try:
-        options = parse_serve_options(args)
-        config = load_config(options.config)
-    except ServeUsageError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return _EXIT_USAGE
-    except ConfigError as exc:
-        where = f" (providers.{exc.provider})" if exc.provider is not None else ""
-        sys.stderr.write(f"{exc}{where}\n")
-        return _EXIT_USAGE
-    import anyio
-
-    from host.process import adopt_orphans
-    from host.server._app import serve
-
-    if owns_process:
-        # A grandchild that setsid()-s away from its parent is adopted and swept before exiting.
-        adopt_orphans()
-    served = anyio.run(serve, options, config, early_signal)  # False: a signal came before serving started
-    if not served:
-        received = early_signal()
-        assert received is not None
-        sys.stderr.write(f"subagent-host: interrupted by {received.name} before serving started\n")
-        return EXIT_BY_SIGNAL[received]
-    if owns_process:
-        # Every run, job and orphan is gone. Finalizing the SDK's large module graph takes seconds on a loaded box,
-        # longer than the client's grace before it SIGTERMs us: flush and leave now.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(_EXIT_OK)
-    return _EXIT_OK
 
 
 def _parse_http(value: str) -> tuple[str, int]:

@@ -1,8 +1,8 @@
 """``tools/call`` through the host's registry: caller-owned cancellation, the host-wide limit and live progress.
 
-Each call runs in the SDK's task for its request, under one host-wide ``CapacityLimiter``; a call cancelled while
-queued starts nothing and the SDK answers nothing. Once admitted, a *watcher* task turns the SDK's cancellation of
-the handler (a peer's ``notifications/cancelled``, or shutdown) into ``CancelController.cancel()``; the registry
+Each call runs in its request's own task, under one host-wide ``CapacityLimiter``; a call cancelled while queued
+starts nothing and is answered nothing. Once admitted, a *watcher* task turns the cancellation of the request's
+task (a peer's ``notifications/cancelled``, or shutdown) into ``CancelController.cancel()``; the registry
 runs the body shielded, so ``Host.execute`` returns only after the run settled and was disposed, and the handler
 then re-raises the cancellation, so a cancelled id never gets a response. A *pump* task sends the child's
 coalesced text as ``notifications/progress`` (at most one per ``PROGRESS_INTERVAL_S``), and is drained before the
@@ -19,15 +19,14 @@ from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
-import mcp_types as types
-from mcp.server.context import ServerRequestContext
-from mcp.server.session import ServerSession
 
 from host._host import Host
 from host.cancel import CancelController
 from host.diagnostics import SubagentResult
-from host.server._notices import Notices
-from host.server._tools import call_tool_result, structured_content
+from host.mcp._connection import RequestContext
+from host.mcp._models import CallToolParams, ProgressToken
+from host.mcp._notices import Notices
+from host.mcp._tools import call_tool_result, structured_content
 from host.stream import ChunkFrame, StreamFrame, TextDelta
 from host.tools import RunHooks, ToolResult, ToolSuccess
 
@@ -76,11 +75,10 @@ class CallHandler:
         self._notices = notices
         self._call_numbers = itertools.count(1)
 
-    async def __call__(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def __call__(self, ctx: RequestContext, params: CallToolParams) -> dict[str, Any]:
         provider = self._delegation_tools.get(params.name)
-        wants_progress = _progress_token(ctx) is not None
+        token = ctx.meta.progress_token if ctx.meta is not None else None
+        wants_progress = token is not None
         call_id = f"mcp-call-{next(self._call_numbers)}"
         progress = _Progress()
         settled: list[tuple[str, SubagentResult]] = []
@@ -104,8 +102,8 @@ class CallHandler:
                             controller.cancel(_CALLER_CANCELLED)
 
                 group.start_soon(watch)
-                if wants_progress:
-                    group.start_soon(_pump, ctx.session, progress)
+                if token is not None:
+                    group.start_soon(_pump, ctx, token, progress)
                 try:
                     result = await self._host.execute(
                         params.name,
@@ -117,7 +115,7 @@ class CallHandler:
                 finally:
                     done = True
                     progress.close()
-                # A cancelled call raises here, once its body settled: the SDK then writes no response.
+                # A cancelled call raises here, once its body settled: its request then gets no response.
                 if wants_progress:
                     await progress.drained.wait()
                 else:
@@ -129,18 +127,11 @@ class CallHandler:
         if isinstance(result, ToolSuccess) and isinstance(result.value, dict) and "job_id" in result.value:
             job_id = result.value["job_id"]
             if isinstance(job_id, str):
-                self._notices.own_job(job_id, ctx)
+                self._notices.own_job(job_id, ctx.connection)
         return call_tool_result(result, structured_content(provider, result, settled[0] if settled else None))
 
 
-def _progress_token(ctx: ServerRequestContext[Any]) -> object:
-    meta: Mapping[str, Any] | None = ctx.meta
-    if not meta:
-        return None
-    return meta.get("progress_token", meta.get("progressToken"))
-
-
-async def _pump(session: ServerSession, progress: _Progress) -> None:
+async def _pump(ctx: RequestContext, token: ProgressToken, progress: _Progress) -> None:
     """Send the pending text as one notification, at most once per interval; set ``drained`` once all is sent."""
     while True:
         if not progress.pending and not progress.closed:
@@ -151,7 +142,9 @@ async def _pump(session: ServerSession, progress: _Progress) -> None:
             progress.pending.clear()
             progress.sent_chars += len(text)
             try:
-                await session.report_progress(progress.sent_chars, None, text)
+                await ctx.send(
+                    "notifications/progress", {"progressToken": token, "progress": progress.sent_chars, "message": text}
+                )
             except Exception:  # containment boundary: a failed progress write never fails the call
                 logger.debug("subagent-host serve: a progress notification could not be sent", exc_info=True)
         if progress.closed and not progress.pending:
