@@ -1,8 +1,11 @@
-"""Streamable HTTP for ``serve``: the same server object, under uvicorn, loopback by default, optional bearer token.
+"""Streamable HTTP for ``serve``: the ``/mcp`` endpoint under Starlette and uvicorn, loopback by default.
 
-uvicorn's own signal capture is disabled (``serve`` owns SIGTERM/SIGINT/SIGHUP and would otherwise have them
-re-raised at exit). With a token, every HTTP request must carry ``Authorization: Bearer <token>``; any other gets
-401 before it reaches the MCP app.
+Imported only with ``--http``. uvicorn's own signal capture is disabled (``serve`` owns SIGTERM/SIGINT/SIGHUP and
+would otherwise have them re-raised at exit). With a token, every HTTP request must carry
+``Authorization: Bearer <token>`` (compared in constant time); any other gets 401 before it reaches the endpoint.
+Bound to a loopback address, the endpoint refuses DNS rebinding as the MCP SDK's server does: a ``Host`` header that
+is not a loopback name gets 421, an ``Origin`` that is not a loopback origin gets 403. A ``POST`` must be
+``application/json`` (else 400).
 """
 
 from __future__ import annotations
@@ -13,16 +16,19 @@ import logging
 import socket
 import sys
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
+import anyio
 import uvicorn
-from mcp.server.lowlevel import Server
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from host.server._options import ServeOptions
-
-if TYPE_CHECKING:
-    from host.server._app import Stopper
+from host.mcp import McpServer
+from host.server._http_mcp import McpEndpoint
+from host.server._options import ServeOptions, is_loopback
+from host.server._stopper import Stopper
 
 __all__ = ["MCP_PATH", "serve_http"]
 
@@ -31,6 +37,7 @@ logger = logging.getLogger(__name__)
 MCP_PATH: Final = "/mcp"
 _GRACEFUL_SHUTDOWN_S: Final = 1
 _UNAUTHORIZED_BODY: Final = b"unauthorized\n"
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
 
 
 class _BearerAuth:
@@ -59,6 +66,35 @@ class _BearerAuth:
         await self._app(scope, receive, send)
 
 
+class _RequestChecks:
+    """``POST`` must be JSON; on a loopback bind, ``Host`` and ``Origin`` must name loopback (DNS rebinding)."""
+
+    def __init__(self, app: ASGIApp, *, loopback: bool) -> None:
+        self._app = app
+        self._loopback = loopback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {name.lower(): value.decode("latin-1") for name, value in scope["headers"]}
+            refusal: Response | None = None
+            if scope["method"] == "POST" and not headers.get(b"content-type", "").lower().startswith(
+                "application/json"
+            ):
+                refusal = Response("Invalid Content-Type header", status_code=400)
+            elif self._loopback and not _loopback_name(headers.get(b"host", ""), ""):
+                refusal = Response("Invalid Host header", status_code=421)
+            elif self._loopback and headers.get(b"origin") and not _loopback_name(headers[b"origin"], "http://"):
+                refusal = Response("Invalid Origin header", status_code=403)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+def _loopback_name(value: str, scheme: str) -> bool:
+    return any(value == f"{scheme}{host}" or value.startswith(f"{scheme}{host}:") for host in _LOOPBACK_HOSTS)
+
+
 class _Uvicorn(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None]:
@@ -66,32 +102,35 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
-async def serve_http(server: Server[Any], options: ServeOptions, stopper: Stopper) -> None:
+async def serve_http(server: McpServer, options: ServeOptions, stopper: Stopper) -> None:
     """Serve ``server`` at ``http://HOST:PORT/mcp`` until the stopper fires; print the bound URL on stderr."""
     assert options.http is not None
     host, port = options.http
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    if options.auth_token is not None:
-        app = _BearerAuth(app, options.auth_token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.create_server((host, port), family=family)
     try:
-        bound_port = listener.getsockname()[1]
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
-        )
-        web = _Uvicorn(config)
+        async with anyio.create_task_group() as calls:
+            endpoint = McpEndpoint(server, calls)
+            routes = [Route(MCP_PATH, endpoint.handle, methods=["GET", "POST", "DELETE"])]
+            app: ASGIApp = _RequestChecks(Starlette(routes=routes), loopback=is_loopback(host))
+            if options.auth_token is not None:
+                app = _BearerAuth(app, options.auth_token)
+            config = uvicorn.Config(
+                app, log_level="warning", lifespan="off", timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S
+            )
+            web = _Uvicorn(config)
 
-        def stop() -> None:
-            web.should_exit = True
+            def stop() -> None:
+                endpoint.close()
+                web.should_exit = True
 
-        stopper.on_stop(stop)
-        shown = f"[{host}]" if family == socket.AF_INET6 else host
-        sys.stderr.write(f"subagent-host: serving MCP at http://{shown}:{bound_port}{MCP_PATH}\n")
-        sys.stderr.flush()
-        await web.serve(sockets=[listener])
+            stopper.on_stop(stop)
+            bound_port = listener.getsockname()[1]
+            shown = f"[{host}]" if family == socket.AF_INET6 else host
+            sys.stderr.write(f"subagent-host: serving MCP at http://{shown}:{bound_port}{MCP_PATH}\n")
+            sys.stderr.flush()
+            await web.serve(sockets=[listener])
+            # uvicorn returned: nothing can reach a call any more; each settles, cancelled, before the host closes.
+            stopper.stop()
     finally:
         listener.close()

@@ -13,7 +13,14 @@ import stat
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "ServeOptions", "ServeUsageError", "parse_serve_options"]
+__all__ = [
+    "DEFAULT_HTTP_HOST",
+    "DEFAULT_MAX_CONCURRENT_RUNS",
+    "ServeOptions",
+    "ServeUsageError",
+    "is_loopback",
+    "parse_serve_options",
+]
 
 DEFAULT_MAX_CONCURRENT_RUNS: Final = 8
 """The host-wide limit of concurrent tool calls; excess calls queue."""
@@ -51,7 +58,7 @@ def parse_serve_options(args: argparse.Namespace) -> ServeOptions:
     token = _read_token(args.auth_token_file) if args.auth_token_file is not None else None
     if token is not None and http is None:
         raise ServeUsageError("subagent-host: --auth-token-file needs --http")
-    if http is not None and token is None and not _is_loopback(http[0]):
+    if http is not None and token is None and not is_loopback(http[0]):
         raise ServeUsageError(f"subagent-host: binding {http[0]} (not loopback) requires --auth-token-file")
     from host.records import resolve_state_dir
 
@@ -79,7 +86,8 @@ def _parse_http(value: str) -> tuple[str, int]:
     return host, port
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is loopback."""
     if host == "localhost":
         return True
     try:

@@ -120,7 +120,12 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
         "completed": ("in the background\n[status: completed]", False),
         "finished_kill": ("job subagent-2 had already finished [status: completed]", False),
     }
-    assert started.structured_content == {"provider": "slow", "job_id": "subagent-1"}
+    # Issue 18 on purpose: the background-start line is in structuredContent too (clients may show only that).
+    assert started.structured_content == {
+        "provider": "slow",
+        "output": "started background subagent job subagent-1",
+        "job_id": "subagent-1",
+    }
     assert notices == [
         "background job subagent-2 (subagent: echo) finished [status: completed]. Read its output with job_output."
     ]
