@@ -126,10 +126,16 @@ def default_description(entry: EntryConfig) -> str:
 
 
 def tool_description(entry: EntryConfig) -> str:
-    """The entry's ``description`` followed by the standard usage text (or the default when it has none)."""
+    """The entry's ``description`` followed by the standard usage text (or the default when it has none).
+
+    Joined as sentences: a description that does not end a sentence (``.``, ``!``, ``?``) gets a full stop.
+    """
     if entry.description is None or not entry.description.strip():
         return default_description(entry)
-    return f"{entry.description.rstrip()} {USAGE_TEXT}"
+    description = entry.description.rstrip()
+    if not description.endswith((".", "!", "?")):
+        description += "."
+    return f"{description} {USAGE_TEXT}"
 
 
 def create_delegation_tool(
