@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -18,11 +19,11 @@ from tests.server._helpers import SERVE_TIMEOUT_S, acp_entry, serve_args, write_
 pytestmark = pytest.mark.anyio
 
 _SDK_MODULE = re.compile(r"\|\s+(mcp|mcp_types|starlette|uvicorn)(\.|\s*$)", re.MULTILINE)
-_ENVELOPE = {
+_ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-_FIRST_MESSAGES = {
+_FIRST_MESSAGES: dict[str, dict[str, Any]] = {
     "server/discover": {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": _ENVELOPE}},
     "initialize": {
         "jsonrpc": "2.0",
