@@ -108,7 +108,7 @@ async def test_every_text_a_result_carries_is_in_its_structured_content(tmp_path
             values = [value for value in structured.values() if isinstance(value, str)]
             for text in texts(result):
                 assert text in values, (name, text, structured)
-    shown = {name: (results[name].structured_content or {}) for name in results}
+    shown: dict[str, dict[str, Any]] = {name: (result.structured_content or {}) for name, result in results.items()}
     assert shown["answer"]["output"] == "the answer" and shown["answer"]["stop_reason"] == "completed"
     refused = "Error: subagent declined the task\nPartial output before the run ended:\npartial words"
     assert shown["refusal"]["error"] == refused
