@@ -59,7 +59,7 @@ def calls(modern: bool) -> list[tuple[str, dict[str, Any]]]:
 @pytest.mark.parametrize("era", ["handshake", "2026-07-28"])
 async def test_every_message_validates_against_mcp_types_of_its_revision(tmp_path: Path, era: str) -> None:
     modern = era == _MODERN
-    sent: dict[int, str] = {}
+    sent: dict[object, str] = {}
     with anyio.fail_after(SERVE_TIMEOUT_S):
         async with RawServer.open(config_of(tmp_path)) as server:
             version = _MODERN if modern else (await server.initialize())["result"]["protocolVersion"]
@@ -69,7 +69,7 @@ async def test_every_message_validates_against_mcp_types_of_its_revision(tmp_pat
                 await server.response_to(number)
             await server.close_stdin()
             assert await server.process.wait() == 0
-    results: dict[int, dict[str, Any]] = {}
+    results: dict[object, dict[str, Any]] = {}
     for line in server.lines:
         mcp_types.jsonrpc_message_adapter.validate_python(line, by_name=False)
         if "method" in line:
@@ -81,8 +81,7 @@ async def test_every_message_validates_against_mcp_types_of_its_revision(tmp_pat
             assert methods.serialize_server_result(method, version, line["result"]) == line["result"]
             results[line["id"]] = line["result"]
         elif "error" in line:
-            request_id: int = line["id"]
-            assert line["error"]["code"] == -32601 and sent[request_id] == "no/such/method"
+            assert line["error"]["code"] == -32601 and sent[line["id"]] == "no/such/method"
     progress = [line for line in server.lines if line.get("method") == "notifications/progress"]
     assert progress and all(line["params"]["progressToken"] == "p1" for line in progress)
     structured = [result.get("structuredContent") for result in results.values()]
