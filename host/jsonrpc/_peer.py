@@ -155,10 +155,7 @@ class JsonRpcPeer:
             self._reader_done.set()
 
     def cancel_request(self, request_id: RequestId) -> bool:
-        """Cancel the concurrent inbound request ``request_id``: its handler is cancelled and nothing answers it.
-
-        Returns whether such a request was in flight.
-        """
+        """Cancel the concurrent inbound request ``request_id`` (never answered); ``False`` if none is in flight."""
         return self._inbound.cancel(request_id)
 
     def cancel_requests(self) -> None:
