@@ -7,3 +7,28 @@ cd "$(dirname "$0")/.."
 
 # The project, its test dependencies and every optional extra the tests exercise.
 python -m pip install -q -e '.[test]'
+
+# The real MCP parents that tests/server/test_real_parent_sees_answer.py drives through `serve`, pinned, into the
+# project-local npm prefix .tools/npm (gitignored). Codex CLI's npm package ships its native binary. Installs only when
+# the pinned version is not already there.
+CODEX_VERSION=0.169.0
+NPM_PREFIX=.tools/npm
+if ! command -v npm >/dev/null 2>&1; then
+    # Debian's Node.js (18 or newer) and npm; root, or sudo without a prompt.
+    as_root=()
+    if [ "$(id -u)" -ne 0 ]; then as_root=(sudo -n); fi
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+installed_version() {  # the version of npm package $1 in $NPM_PREFIX, or nothing
+    python - "$NPM_PREFIX/node_modules/$1/package.json" <<'PY'
+import json, sys
+try:
+    print(json.load(open(sys.argv[1], encoding="utf-8"))["version"])
+except (OSError, ValueError, KeyError):
+    pass
+PY
+}
+if [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ]; then
+    npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --save-exact --loglevel=error "@openai/codex@$CODEX_VERSION"
+fi

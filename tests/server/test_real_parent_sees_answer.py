@@ -1,0 +1,119 @@
+"""A real MCP parent shows its model the child's answer: Codex CLI from npm, through the installed ``serve``.
+
+Codex's model API is a loopback fake that scripts one call, ``delegate_echo {"task": <unique token>}``; the echo
+child answers with the token, and the test reads the ``function_call_output`` Codex then sends to its model. Codex
+forwards a result's ``structuredContent`` when it has one (and the text content only when it has none), so the
+answer reaches the model only if ``structuredContent`` carries it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from tests.cli._helpers import CONSOLE_SCRIPT, write_config
+from tests.conftest import ECHO_AGENT, MARKER_NAME, PYTHON
+from tests.server._parent_helpers import (
+    CODEX,
+    ScriptedResponsesApi,
+    closed_loopback_port,
+    installed_parent,
+    offline_env,
+    parent_output,
+    run_parent,
+)
+
+pytestmark = pytest.mark.anyio
+
+# Codex's own start-up plus a cold ``serve`` and its child, on a loaded 2-core CI box.
+_PARENT_TIMEOUT_S: Final = 150
+_SERVER_NAME: Final = "subagents"
+_API_KEY_VARIABLE: Final = "SCRIPTED_MODEL_API_KEY"
+
+
+def _toml(value: Any) -> str:
+    # TOML basic strings, arrays and tables of them read JSON's escapes the same way.
+    if isinstance(value, dict):
+        pairs = ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items())  # pyright: ignore[reportUnknownVariableType]
+        return "{" + pairs + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value)
+
+
+def _write_codex_config(codex_home: Path, *, base_url: str, serve_config: Path) -> None:
+    """Codex's ``config.toml``: the scripted model provider, no approvals, no plugin sync, and ``serve``."""
+    serve_env = {
+        MARKER_NAME: os.environ[MARKER_NAME],
+        "SUBAGENT_HOST_STATE_DIR": os.environ["SUBAGENT_HOST_STATE_DIR"],
+    }
+    settings: list[tuple[str | None, dict[str, Any]]] = [
+        (
+            None,
+            {
+                "model": "scripted-model",
+                "model_provider": "scripted",
+                "approval_policy": "never",
+                "sandbox_mode": "read-only",
+                "check_for_update_on_startup": False,
+            },
+        ),
+        ("analytics", {"enabled": False}),
+        ("feedback", {"enabled": False}),
+        ("history", {"persistence": "none"}),
+        ("features", {"plugins": False, "apps": False, "remote_plugin": False}),
+        (
+            "model_providers.scripted",
+            {"name": "scripted", "base_url": base_url, "wire_api": "responses", "env_key": _API_KEY_VARIABLE},
+        ),
+        (
+            f"mcp_servers.{_SERVER_NAME}",
+            {
+                "command": CONSOLE_SCRIPT,
+                "args": ["serve", "--config", str(serve_config)],
+                "env": serve_env,
+                # Wait for serve however loaded the box is: this test pins what reaches the model, not start-up.
+                "required": True,
+                "startup_timeout_sec": 120,
+                # delegate_* is not read-only, and approval_policy "never" would otherwise refuse the call.
+                "default_tools_approval_mode": "approve",
+            },
+        ),
+    ]
+    lines: list[str] = []
+    for table, values in settings:
+        if table is not None:
+            lines.append(f"[{table}]")
+        lines.extend(f"{key} = {_toml(value)}" for key, value in values.items())
+    codex_home.mkdir(parents=True, mode=0o700)
+    (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.timeout(_PARENT_TIMEOUT_S + 30)
+async def test_codex_sends_the_childs_answer_back_to_its_model(tmp_path: Path) -> None:
+    codex = installed_parent(CODEX)
+    token = f"answer-{uuid.uuid4().hex}"
+    serve_config = write_config(
+        tmp_path, {"echo": {"kind": "acp", "command": PYTHON, "args": ["-I", "-S", str(ECHO_AGENT)]}}
+    )
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    api = ScriptedResponsesApi(namespace=f"mcp__{_SERVER_NAME}", name="delegate_echo", arguments={"task": token})
+    with api.serving(), closed_loopback_port() as closed_port:
+        _write_codex_config(home / ".codex", base_url=api.base_url, serve_config=serve_config)
+        env = offline_env(home, closed_port, {"CODEX_HOME": str(home / ".codex"), _API_KEY_VARIABLE: "dummy"})
+        argv = [str(codex), "exec", "--strict-config", "--json", "--skip-git-repo-check", "--color", "never"]
+        status = await run_parent([*argv, "Delegate the task."], cwd=workspace, env=env, timeout_s=_PARENT_TIMEOUT_S)
+
+    printed = parent_output(workspace)
+    assert status == 0, f"codex exec exited {status}:\n{printed}"
+    assert "delegate_echo" in api.offered_tools(f"mcp__{_SERVER_NAME}"), f"Codex offered no delegate_echo:\n{printed}"
+    output = api.function_call_output()
+    assert output is not None, f"Codex sent its model no output for the scripted call:\n{printed}"
+    assert token in output, f"the child's answer {token!r} is missing from what Codex sent its model: {output!r}"
