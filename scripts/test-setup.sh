@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 python -m pip install -q -e '.[test]'
 
 # The real MCP parents that tests/server/test_real_parent_sees_answer.py drives through `serve`, pinned, into the
-# project-local npm prefix .tools/npm (gitignored). Codex CLI's npm package ships its native binary. Installs only when
-# the pinned version is not already there.
+# project-local npm prefix .tools/npm (gitignored). Codex CLI's and Claude Code's npm packages ship native binaries.
+# Each installs only when its pinned version is not already there.
 CODEX_VERSION=0.169.0
+CLAUDE_CODE_VERSION=2.1.328
 NPM_PREFIX=.tools/npm
 if ! command -v npm >/dev/null 2>&1; then
     # Debian's Node.js (18 or newer) and npm; root, or sudo without a prompt.
@@ -29,6 +30,13 @@ except (OSError, ValueError, KeyError):
     pass
 PY
 }
+npm_packages=()
 if [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ]; then
-    npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --save-exact --loglevel=error "@openai/codex@$CODEX_VERSION"
+    npm_packages+=("@openai/codex@$CODEX_VERSION")
+fi
+if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_CODE_VERSION" ]; then
+    npm_packages+=("@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION")
+fi
+if [ "${#npm_packages[@]}" -gt 0 ]; then
+    npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --save-exact --loglevel=error "${npm_packages[@]}"
 fi

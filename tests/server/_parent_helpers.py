@@ -4,11 +4,7 @@ The parents are installed by ``scripts/test-setup.sh`` into the project-local, g
 a missing one fails the test with a message naming that script (never a skip). Every parent runs offline: a private
 HOME, a dummy key, telemetry and update checks off, every proxy variable at a closed loopback port and
 ``NO_PROXY=127.0.0.1,localhost``, so the only traffic is to the fake model API and to ``serve`` over stdio.
-
-``ScriptedResponsesApi`` fakes the OpenAI Responses API (``POST /v1/responses``, streaming SSE) as Codex CLI uses
-it: a request without a tool output gets one scripted ``function_call``; a request carrying the tool's output ends
-the turn with a short assistant message. It keeps every request body, so a test reads exactly what the parent sent
-its model.
+``LoopbackApi`` serves a fake model API (``_model_api_fakes.py``) from a thread and keeps every request body.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,12 +27,16 @@ import anyio
 from tests.conftest import MARKER_NAME, REPO_ROOT
 
 __all__ = [
+    "CLAUDE",
     "CODEX",
     "SETUP_SCRIPT",
-    "ScriptedResponsesApi",
+    "LoopbackApi",
+    "Reply",
     "closed_loopback_port",
     "installed_parent",
+    "objects",
     "offline_env",
+    "parent_output",
     "run_parent",
 ]
 
@@ -44,6 +44,8 @@ SETUP_SCRIPT: Final = "scripts/test-setup.sh"
 NPM_PREFIX: Final = REPO_ROOT / ".tools" / "npm"
 # The npm launcher of Codex CLI (a small node script that runs the native binary shipped in its platform package).
 CODEX: Final = NPM_PREFIX / "node_modules" / ".bin" / "codex"
+# Claude Code's native binary, which its npm package installs as its launcher.
+CLAUDE: Final = NPM_PREFIX / "node_modules" / ".bin" / "claude"
 
 # How long the fake model API waits for its serving thread to stop.
 _SERVER_STOP_TIMEOUT_S: Final = 5.0
@@ -133,94 +135,44 @@ def parent_output(cwd: Path) -> str:
     return "\n--- stderr ---\n".join(parts)
 
 
-def _objects(value: object) -> list[dict[str, Any]]:
+def objects(value: object) -> list[dict[str, Any]]:
     """The JSON objects in ``value`` if it is a list (anything else in it is skipped)."""
     if not isinstance(value, list):
         return []
     return [cast(dict[str, Any], item) for item in cast(list[object], value) if isinstance(item, dict)]
 
 
-def _sse(events: Sequence[Mapping[str, Any]]) -> bytes:
-    return b"".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events)
+Reply = tuple[int, str, bytes]
+"""An HTTP answer: status, content type, body."""
 
 
-def _completed(response_id: str) -> dict[str, Any]:
-    usage = {
-        "input_tokens": 0,
-        "input_tokens_details": None,
-        "output_tokens": 0,
-        "output_tokens_details": None,
-        "total_tokens": 0,
-    }
-    return {"type": "response.completed", "response": {"id": response_id, "usage": usage}}
+class LoopbackApi:
+    """A JSON-over-HTTP API on an ephemeral loopback port, answered by ``respond(path, body)`` from a thread."""
 
-
-class ScriptedResponsesApi:
-    """A loopback fake of the Responses API that scripts one call of ``namespace``/``name`` with ``arguments``."""
-
-    CALL_ID: Final = "call_subagent_1"
-    FINAL_TEXT: Final = "done"
-
-    def __init__(self, *, namespace: str, name: str, arguments: Mapping[str, Any]) -> None:
-        self._call = {
-            "type": "function_call",
-            "id": "fc_1",
-            "call_id": self.CALL_ID,
-            "namespace": namespace,
-            "name": name,
-            "arguments": json.dumps(arguments),
-        }
+    def __init__(self, respond: Callable[[str, dict[str, Any]], Reply]) -> None:
+        self._respond = respond
         self._lock = threading.Lock()
-        self._requests: list[dict[str, Any]] = []
-        self.base_url = ""
+        self._requests: list[tuple[str, dict[str, Any]]] = []
+        self.origin = ""
 
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        """Every ``/responses`` request body received so far, in order."""
+    def requests(self, path_part: str) -> list[dict[str, Any]]:
+        """The bodies of the POSTs received so far whose path contains ``path_part``, in order."""
         with self._lock:
-            return list(self._requests)
+            return [body for path, body in self._requests if path_part in path]
 
-    def offered_tools(self, namespace: str) -> list[str]:
-        """The tool names the parent's first request offered its model inside ``namespace``."""
-        requests = self.requests
-        if not requests:
-            return []
-        names: list[str] = []
-        for tool in _objects(requests[0].get("tools")):
-            if tool.get("type") == "namespace" and tool.get("name") == namespace:
-                names.extend(str(member.get("name")) for member in _objects(tool.get("tools")))
-        return names
-
-    def function_call_output(self) -> str | None:
-        """The text of the ``function_call_output`` the parent sent back for the scripted call, if it did."""
-        for body in self.requests:
-            for item in _objects(body.get("input")):
-                if item.get("type") == "function_call_output" and item.get("call_id") == self.CALL_ID:
-                    return _output_text(item.get("output"))
-        return None
-
-    def _respond(self, body: dict[str, Any]) -> bytes:
+    def _answer(self, path: str, raw: bytes) -> Reply:
+        try:
+            body: object = json.loads(raw) if raw else {}
+        except ValueError:
+            return 400, "text/plain", b""
+        request = cast(dict[str, Any], body) if isinstance(body, dict) else {}
         with self._lock:
-            self._requests.append(body)
-            turn = len(self._requests)
-        answered = any(item.get("type") == "function_call_output" for item in _objects(body.get("input")))
-        response_id = f"resp_{turn}"
-        if answered:
-            message = {
-                "type": "message",
-                "role": "assistant",
-                "id": f"msg_{turn}",
-                "content": [{"type": "output_text", "text": self.FINAL_TEXT}],
-            }
-            item = message
-        else:
-            item = self._call
-        created = {"type": "response.created", "response": {"id": response_id}}
-        return _sse([created, {"type": "response.output_item.done", "item": item}, _completed(response_id)])
+            self._requests.append((path, request))
+        return self._respond(path, request)
 
     @contextmanager
-    def serving(self) -> Generator[ScriptedResponsesApi]:
-        """Serve on an ephemeral loopback port (``base_url`` ends in ``/v1``) until the context exits."""
+    def serving(self) -> Generator[LoopbackApi]:
+        """Serve (``origin`` is ``http://127.0.0.1:<port>``) until the context exits."""
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -228,23 +180,13 @@ class ScriptedResponsesApi:
                 return
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                if not self.path.rstrip("/").endswith("/responses"):
-                    self._send(404, b"", "text/plain")
-                    return
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    self._send(400, b"", "text/plain")
-                    return
-                scripted = api._respond(cast(dict[str, Any], body) if isinstance(body, dict) else {})
-                self._send(200, scripted, "text/event-stream")
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._send(*api._answer(self.path, raw))
 
             def do_GET(self) -> None:
-                self._send(404, b"", "text/plain")
+                self._send(404, "text/plain", b"")
 
-            def _send(self, status: int, payload: bytes, content_type: str) -> None:
+            def _send(self, status: int, content_type: str, payload: bytes) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
@@ -255,18 +197,10 @@ class ScriptedResponsesApi:
         server.daemon_threads = True
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
-        self.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        self.origin = f"http://127.0.0.1:{server.server_address[1]}"
         try:
             yield self
         finally:
             server.shutdown()
             server.server_close()
             thread.join(_SERVER_STOP_TIMEOUT_S)
-
-
-def _output_text(output: object) -> str:
-    """A ``function_call_output``'s text: a string as is, a list of content items joined by newlines."""
-    if isinstance(output, str):
-        return output
-    parts = _objects(output)
-    return "\n".join(str(part.get("text", "")) for part in parts) if parts else json.dumps(output)

@@ -1,9 +1,10 @@
-"""A real MCP parent shows its model the child's answer: Codex CLI from npm, through the installed ``serve``.
+"""Real MCP parents show their model the child's answer: Codex CLI and Claude Code from npm, through the installed
+``serve``.
 
-Codex's model API is a loopback fake that scripts one call, ``delegate_echo {"task": <unique token>}``; the echo
-child answers with the token, and the test reads the ``function_call_output`` Codex then sends to its model. Codex
-forwards a result's ``structuredContent`` when it has one (and the text content only when it has none), so the
-answer reaches the model only if ``structuredContent`` carries it.
+Each parent's model API is a loopback fake (``_model_api_fakes.py``) that scripts one call,
+``delegate_echo {"task": <unique token>}``; the echo child answers with the token, and the test reads the tool
+result the parent then sends its model. Both parents forward a result's ``structuredContent`` when it has one (and
+the text content only when it has none), so the answer reaches the model only if ``structuredContent`` carries it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import pytest
 
 from tests.cli._helpers import CONSOLE_SCRIPT, write_config
 from tests.conftest import ECHO_AGENT, MARKER_NAME, PYTHON
+from tests.server._model_api_fakes import ScriptedMessagesApi, ScriptedResponsesApi
 from tests.server._parent_helpers import (
+    CLAUDE,
     CODEX,
-    ScriptedResponsesApi,
     closed_loopback_port,
     installed_parent,
     offline_env,
@@ -46,12 +48,18 @@ def _toml(value: Any) -> str:
     return json.dumps(value)
 
 
+def _serve_env() -> dict[str, str]:
+    # A parent may pass its MCP servers only a few variables (Codex: HOME, PATH and its config's env table).
+    return {MARKER_NAME: os.environ[MARKER_NAME], "SUBAGENT_HOST_STATE_DIR": os.environ["SUBAGENT_HOST_STATE_DIR"]}
+
+
+def _echo_config(tmp_path: Path) -> Path:
+    """A serve config whose one entry, ``echo``, runs the built-in echo agent (it answers with the task)."""
+    return write_config(tmp_path, {"echo": {"kind": "acp", "command": PYTHON, "args": ["-I", "-S", str(ECHO_AGENT)]}})
+
+
 def _write_codex_config(codex_home: Path, *, base_url: str, serve_config: Path) -> None:
     """Codex's ``config.toml``: the scripted model provider, no approvals, no plugin sync, and ``serve``."""
-    serve_env = {
-        MARKER_NAME: os.environ[MARKER_NAME],
-        "SUBAGENT_HOST_STATE_DIR": os.environ["SUBAGENT_HOST_STATE_DIR"],
-    }
     settings: list[tuple[str | None, dict[str, Any]]] = [
         (
             None,
@@ -76,7 +84,7 @@ def _write_codex_config(codex_home: Path, *, base_url: str, serve_config: Path) 
             {
                 "command": CONSOLE_SCRIPT,
                 "args": ["serve", "--config", str(serve_config)],
-                "env": serve_env,
+                "env": _serve_env(),
                 # Wait for serve however loaded the box is: this test pins what reaches the model, not start-up.
                 "required": True,
                 "startup_timeout_sec": 120,
@@ -98,9 +106,7 @@ def _write_codex_config(codex_home: Path, *, base_url: str, serve_config: Path) 
 async def test_codex_sends_the_childs_answer_back_to_its_model(tmp_path: Path) -> None:
     codex = installed_parent(CODEX)
     token = f"answer-{uuid.uuid4().hex}"
-    serve_config = write_config(
-        tmp_path, {"echo": {"kind": "acp", "command": PYTHON, "args": ["-I", "-S", str(ECHO_AGENT)]}}
-    )
+    serve_config = _echo_config(tmp_path)
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     home = tmp_path / "home"
@@ -114,6 +120,41 @@ async def test_codex_sends_the_childs_answer_back_to_its_model(tmp_path: Path) -
     printed = parent_output(workspace)
     assert status == 0, f"codex exec exited {status}:\n{printed}"
     assert "delegate_echo" in api.offered_tools(f"mcp__{_SERVER_NAME}"), f"Codex offered no delegate_echo:\n{printed}"
-    output = api.function_call_output()
+    output = api.tool_output()
     assert output is not None, f"Codex sent its model no output for the scripted call:\n{printed}"
     assert token in output, f"the child's answer {token!r} is missing from what Codex sent its model: {output!r}"
+
+
+@pytest.mark.timeout(_PARENT_TIMEOUT_S + 30)
+async def test_claude_code_sends_the_childs_answer_back_to_its_model(tmp_path: Path) -> None:
+    claude = installed_parent(CLAUDE)
+    token = f"answer-{uuid.uuid4().hex}"
+    tool = f"mcp__{_SERVER_NAME}__delegate_echo"
+    server = {"command": CONSOLE_SCRIPT, "args": ["serve", "--config", str(_echo_config(tmp_path))]}
+    mcp_config = tmp_path / "mcp.json"
+    mcp_config.write_text(json.dumps({"mcpServers": {_SERVER_NAME: server | {"env": _serve_env()}}}), encoding="utf-8")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    api = ScriptedMessagesApi(tool=tool, arguments={"task": token})
+    with api.serving(), closed_loopback_port() as closed_port:
+        settings = {
+            "ANTHROPIC_BASE_URL": api.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            # Wait for serve however loaded the box is (ms): this test pins what reaches the model, not start-up.
+            "MCP_TIMEOUT": "120000",
+        }
+        env = offline_env(tmp_path / "home", closed_port, settings)
+        argv = [str(claude), "-p", "Delegate the task.", "--output-format", "stream-json", "--verbose"]
+        argv += ["--mcp-config", str(mcp_config), "--strict-mcp-config", "--allowedTools", tool]
+        status = await run_parent(argv, cwd=workspace, env=env, timeout_s=_PARENT_TIMEOUT_S)
+
+    printed = parent_output(workspace)
+    assert status == 0, f"claude -p exited {status}:\n{printed}"
+    assert tool in api.offered_tools(), f"Claude Code never offered {tool}:\n{printed}"
+    output = api.tool_output()
+    assert output is not None, f"Claude Code sent its model no result for the scripted call:\n{printed}"
+    assert token in output, f"the child's answer {token!r} is missing from what Claude Code sent its model: {output!r}"
