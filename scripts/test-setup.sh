@@ -9,13 +9,14 @@ cd "$(dirname "$0")/.."
 python -m pip install -q -e '.[test]'
 
 # The real MCP parents that tests/server/test_real_parent_sees_answer.py drives through `serve`, pinned, into the
-# project-local npm prefix .tools/npm (gitignored). Codex CLI's and Claude Code's npm packages ship native binaries.
-# Each installs only when its pinned version is not already there.
+# project-local npm prefix .tools/npm (gitignored). Codex CLI's and Claude Code's npm packages ship native binaries;
+# Gemini CLI is a bundled node script. Each installs only when its pinned version is not already there.
 CODEX_VERSION=0.169.0
 CLAUDE_CODE_VERSION=2.1.328
+GEMINI_CLI_VERSION=0.61.0
 NPM_PREFIX=.tools/npm
 if ! command -v npm >/dev/null 2>&1; then
-    # Debian's Node.js (18 or newer) and npm; root, or sudo without a prompt.
+    # Debian's Node.js and npm (Gemini CLI needs Node.js 20 or newer); root, or sudo without a prompt.
     as_root=()
     if [ "$(id -u)" -ne 0 ]; then as_root=(sudo -n); fi
     "${as_root[@]}" apt-get update -qq
@@ -36,6 +37,9 @@ if [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ]; then
 fi
 if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_CODE_VERSION" ]; then
     npm_packages+=("@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION")
+fi
+if [ "$(installed_version @google/gemini-cli)" != "$GEMINI_CLI_VERSION" ]; then
+    npm_packages+=("@google/gemini-cli@$GEMINI_CLI_VERSION")
 fi
 if [ "${#npm_packages[@]}" -gt 0 ]; then
     npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --save-exact --loglevel=error "${npm_packages[@]}"

@@ -9,6 +9,9 @@ short text. ``tool_output()`` is the text the parent sent its model as that resu
   offered inside a namespace ``mcp__<server>``, and the call names both.
 * ``ScriptedMessagesApi``: the Anthropic Messages API (``POST /v1/messages``) as Claude Code calls it; MCP tools are
   named ``mcp__<server>__<tool>``. Requests that do not stream (side queries) get a short text message.
+* ``ScriptedGeminiApi``: the Gemini API (``POST /v1beta/models/<model>:streamGenerateContent?alt=sse``) as Gemini
+  CLI calls it; MCP tools are named ``mcp_<server>_<tool>``. Its model router's non-streaming ``generateContent``
+  gets the JSON it asks for (a low complexity score).
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from tests.server._parent_helpers import LoopbackApi, Reply, objects
 
-__all__ = ["ScriptedMessagesApi", "ScriptedResponsesApi"]
+__all__ = ["ScriptedGeminiApi", "ScriptedMessagesApi", "ScriptedResponsesApi"]
 
 _FINAL_TEXT: Final = "done"
 
@@ -195,3 +198,65 @@ def _message_events(message_id: str, model: str, block: dict[str, Any]) -> list[
         {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": _usage()},
         {"type": "message_stop"},
     ]
+
+
+class ScriptedGeminiApi:
+    """The Gemini API, scripting one call of ``tool`` with ``arguments``."""
+
+    _ROUTER_ANSWER: Final = {"complexity_reasoning": "scripted", "complexity_score": 10}
+
+    def __init__(self, *, tool: str, arguments: Mapping[str, Any]) -> None:
+        self._tool = tool
+        self._arguments = dict(arguments)
+        self._api = LoopbackApi(self._respond)
+
+    @property
+    def base_url(self) -> str:
+        return self._api.origin
+
+    @contextmanager
+    def serving(self) -> Generator[ScriptedGeminiApi]:
+        with self._api.serving():
+            yield self
+
+    def offered_tools(self) -> list[str]:
+        """Every function any streaming request declared to the model."""
+        names: dict[str, None] = {}
+        for body in self._api.requests(":streamGenerateContent"):
+            for tool in objects(body.get("tools")):
+                names.update((str(decl.get("name")), None) for decl in objects(tool.get("functionDeclarations")))
+        return list(names)
+
+    def tool_output(self) -> str | None:
+        """The ``output`` of the ``functionResponse`` the parent sent back for the tool, if it did."""
+        for body in self._api.requests(":streamGenerateContent"):
+            for content in objects(body.get("contents")):
+                for part in objects(content.get("parts")):
+                    response = part.get("functionResponse")
+                    if isinstance(response, dict) and cast(dict[str, Any], response).get("name") == self._tool:
+                        return _text_of(cast(dict[str, Any], response).get("response", {}).get("output"))
+        return None
+
+    def _respond(self, path: str, body: dict[str, Any]) -> Reply:
+        if ":countTokens" in path:
+            return 200, "application/json", json.dumps({"totalTokens": 1}).encode()
+        if ":generateContent" in path:
+            return 200, "application/json", json.dumps(_candidate({"text": json.dumps(self._ROUTER_ANSWER)})).encode()
+        if ":streamGenerateContent" not in path:
+            return 404, "text/plain", b""
+        answered = any(
+            "functionResponse" in part
+            for content in objects(body.get("contents"))
+            for part in objects(content.get("parts"))
+        )
+        part: dict[str, Any] = {"functionCall": {"name": self._tool, "args": self._arguments}}
+        if answered:
+            part = {"text": _FINAL_TEXT}
+        return 200, "text/event-stream", f"data: {json.dumps(_candidate(part))}\n\n".encode()
+
+
+def _candidate(part: dict[str, Any]) -> dict[str, Any]:
+    """A ``GenerateContentResponse`` holding one finished model turn of one part."""
+    content = {"role": "model", "parts": [part]}
+    usage = {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}
+    return {"candidates": [{"content": content, "finishReason": "STOP", "index": 0}], "usageMetadata": usage}

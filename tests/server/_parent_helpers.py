@@ -29,6 +29,7 @@ from tests.conftest import MARKER_NAME, REPO_ROOT
 __all__ = [
     "CLAUDE",
     "CODEX",
+    "GEMINI",
     "SETUP_SCRIPT",
     "LoopbackApi",
     "Reply",
@@ -46,6 +47,8 @@ NPM_PREFIX: Final = REPO_ROOT / ".tools" / "npm"
 CODEX: Final = NPM_PREFIX / "node_modules" / ".bin" / "codex"
 # Claude Code's native binary, which its npm package installs as its launcher.
 CLAUDE: Final = NPM_PREFIX / "node_modules" / ".bin" / "claude"
+# Gemini CLI's launcher (a bundled node script).
+GEMINI: Final = NPM_PREFIX / "node_modules" / ".bin" / "gemini"
 
 # How long the fake model API waits for its serving thread to stop.
 _SERVER_STOP_TIMEOUT_S: Final = 5.0

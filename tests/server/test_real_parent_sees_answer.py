@@ -1,10 +1,12 @@
-"""Real MCP parents show their model the child's answer: Codex CLI and Claude Code from npm, through the installed
-``serve``.
+"""Real MCP parents show their model the child's answer: Codex CLI, Claude Code and Gemini CLI from npm, through
+the installed ``serve``.
 
 Each parent's model API is a loopback fake (``_model_api_fakes.py``) that scripts one call,
 ``delegate_echo {"task": <unique token>}``; the echo child answers with the token, and the test reads the tool
-result the parent then sends its model. Both parents forward a result's ``structuredContent`` when it has one (and
-the text content only when it has none), so the answer reaches the model only if ``structuredContent`` carries it.
+result the parent then sends its model. Codex and Claude Code forward a result's ``structuredContent`` when it has
+one (and the text content only when it has none), so the answer reaches their model only if ``structuredContent``
+carries it. Gemini CLI forwards the text content, wrapped in ``<untrusted_context>``: its model must see the answer
+as the plain text it is, not a JSON serialization.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import pytest
 
 from tests.cli._helpers import CONSOLE_SCRIPT, write_config
 from tests.conftest import ECHO_AGENT, MARKER_NAME, PYTHON
-from tests.server._model_api_fakes import ScriptedMessagesApi, ScriptedResponsesApi
+from tests.server._model_api_fakes import ScriptedGeminiApi, ScriptedMessagesApi, ScriptedResponsesApi
 from tests.server._parent_helpers import (
     CLAUDE,
     CODEX,
+    GEMINI,
     closed_loopback_port,
     installed_parent,
     offline_env,
@@ -158,3 +161,36 @@ async def test_claude_code_sends_the_childs_answer_back_to_its_model(tmp_path: P
     output = api.tool_output()
     assert output is not None, f"Claude Code sent its model no result for the scripted call:\n{printed}"
     assert token in output, f"the child's answer {token!r} is missing from what Claude Code sent its model: {output!r}"
+
+
+@pytest.mark.timeout(_PARENT_TIMEOUT_S + 30)
+async def test_gemini_cli_sends_the_childs_answer_back_to_its_model_as_plain_text(tmp_path: Path) -> None:
+    gemini = installed_parent(GEMINI)
+    token = f"answer-{uuid.uuid4().hex}"
+    tool = f"mcp_{_SERVER_NAME}_delegate_echo"
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True, mode=0o700)
+    server = {"command": CONSOLE_SCRIPT, "args": ["serve", "--config", str(_echo_config(tmp_path))], "trust": True}
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "telemetry": {"enabled": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "mcpServers": {_SERVER_NAME: server | {"env": _serve_env()}},
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    api = ScriptedGeminiApi(tool=tool, arguments={"task": token})
+    with api.serving(), closed_loopback_port() as closed_port:
+        variables = {"GOOGLE_GEMINI_BASE_URL": api.base_url, "GEMINI_API_KEY": "dummy"}
+        env = offline_env(home, closed_port, variables | {"GEMINI_CLI_TRUST_WORKSPACE": "true"})
+        argv = [str(gemini), "-p", "Delegate the task.", "--output-format", "json", "--approval-mode", "yolo"]
+        status = await run_parent(argv, cwd=workspace, env=env, timeout_s=_PARENT_TIMEOUT_S)
+
+    printed = parent_output(workspace)
+    assert status == 0, f"gemini -p exited {status}:\n{printed}"
+    assert tool in api.offered_tools(), f"Gemini CLI never offered {tool}:\n{printed}"
+    output = api.tool_output()
+    expected = f"<untrusted_context>\n{token}\n</untrusted_context>"
+    assert output == expected, f"Gemini CLI's model saw {output!r}, not the child's answer as plain text"
