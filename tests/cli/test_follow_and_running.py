@@ -52,8 +52,15 @@ def _record(seq: int, record_type: str, data: dict[str, Any]) -> str:
     return encode_line({"seq": seq, "type": record_type, "time": "2026-12-04T10:00:00.000Z", "data": data})
 
 
-_START = {"run_id": _RUN_ID, "provider": "hand", "kind": "acp", "cwd": "/w", "command": "x", "args": [],
-          "host_version": "0"}  # fmt: skip
+_START: dict[str, Any] = {
+    "run_id": _RUN_ID,
+    "provider": "hand",
+    "kind": "acp",
+    "cwd": "/w",
+    "command": "x",
+    "args": [],
+    "host_version": "0",
+}
 
 
 def _hand_writer(state: Path) -> TranscriptWriter:
