@@ -20,7 +20,7 @@ _COLUMNS: Final[tuple[Column[_Row], ...]] = (
     Column("COMMAND", lambda row: row["command"]),
     Column("SOURCE", lambda row: row["source"]),
 )
-_NEEDS: Final = Column[_Row]("NEEDS", lambda row: " ".join(f"${{{name}}}" for name in row.get("needs", [])))
+_NEEDS: Final[Column[_Row]] = Column("NEEDS", lambda row: " ".join(f"${{{name}}}" for name in row.get("needs", [])))
 """Shown only when some entry needs an unset variable."""
 
 
