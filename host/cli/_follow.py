@@ -42,8 +42,6 @@ class _StdoutGone(Exception):
 
 def follow_run(path: Path, run_id: str, received: RecordedSignals) -> int:
     """Render the run of ``path`` until its ``run/end`` (or until its writer stops); return the exit status."""
-    if received.first is not None:
-        return EXIT_BY_SIGNAL[received.first]
 
     def stop(signum: int, frame: FrameType | None) -> None:
         received.record(signum, frame)
@@ -54,6 +52,8 @@ def follow_run(path: Path, run_id: str, received: RecordedSignals) -> int:
     try:
         for signum in HANDLED_SIGNALS:
             signal.signal(signum, stop)
+        if received.first is not None:  # received before the handlers above were in place
+            raise _SignalReceived
         return _follow(tail, renderer, run_id)
     except _SignalReceived:
         # Nothing more is written: stdout may be what blocked, and the shell shows the interruption.

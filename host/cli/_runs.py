@@ -95,7 +95,10 @@ def _follow(state_dir: Path, prefix: str, received: RecordedSignals) -> int:
         return _fail(f'subagent-host: no recorded run matches "{neutralise(prefix)}"', False)
     from host.cli._follow import follow_run
 
-    return follow_run(path, path.stem, received)
+    try:
+        return follow_run(path, path.stem, received)
+    except FileNotFoundError:  # pruned between the lookup and the open
+        return _fail(f'subagent-host: no recorded run matches "{neutralise(prefix)}"', False)
 
 
 def _show(state_dir: Path, prefix: str, *, as_json: bool, stderr: bool) -> int:
