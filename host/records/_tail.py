@@ -30,13 +30,15 @@ class TranscriptTail:
 
     Args:
         path: the ``<run_id>.jsonl`` to follow.
+        max_record_bytes: the longest line buffered (``MAX_RECORD_BYTES``); a longer one is skipped.
 
     Raises:
         OSError: the file cannot be opened.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, max_record_bytes: int = MAX_RECORD_BYTES) -> None:
         self._path = path
+        self._max_record_bytes = max_record_bytes
         self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self._partial = bytearray()
         self._skipping = False
@@ -79,7 +81,7 @@ class TranscriptTail:
             piece = data[start:end]
             if self._skipping:
                 self.skipped_bytes += len(piece)
-            elif len(self._partial) + len(piece) > MAX_RECORD_BYTES:
+            elif len(self._partial) + len(piece) > self._max_record_bytes:
                 self.skipped_bytes += len(self._partial) + len(piece)
                 self._partial.clear()
                 self._skipping = True
