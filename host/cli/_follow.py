@@ -4,8 +4,8 @@ The lines are those of ``runs show``: the header (``run``, ``provider:``, ``cwd:
 under ``message:`` the text as it streams, reasoning under ``[thinking]``, one ``[tool] <title> (<kind>, <status>)``
 line per tool-call start or update, ``[Stopped]`` after an interrupted message; the ``duration:``, ``stop reason:``
 and ``diagnostic:`` lines come last, from ``run/end``. Child text is neutralised. Records of other types are not
-shown. The transcript is polled every ``POLL_INTERVAL_S`` through ``TranscriptTail`` (whole records only, bounded
-memory). When the writer's lock is released without a ``run/end``, the run is incomplete: that is said and the
+shown. The transcript is read every ``POLL_INTERVAL_S`` through ``TranscriptTail`` (whole records only, bounded
+memory); while nothing new arrives, the writer's lock is probed every ``_LOCK_CHECK_EVERY`` polls. When the writer's lock is released without a ``run/end``, the run is incomplete: that is said and the
 follow ends. SIGINT, SIGTERM and SIGHUP end the follow at once (the run itself goes on), with the signal's status.
 """
 
@@ -26,6 +26,8 @@ __all__ = ["POLL_INTERVAL_S", "follow_run"]
 
 POLL_INTERVAL_S: Final = 0.05
 """How long the follower sleeps when the transcript has nothing new."""
+_LOCK_CHECK_EVERY: Final = 4
+"""Idle polls per probe of the writer's lock (a probe opens the file): an incomplete run is seen within 200 ms."""
 
 _EXIT_OK: Final = 0
 _STDOUT: Final = 1
@@ -77,13 +79,15 @@ def _restore(received: RecordedSignals) -> None:
 
 
 def _follow(tail: TranscriptTail, renderer: _Renderer, run_id: str) -> int:
+    idle_polls = 0
     while True:
         records = tail.read_records()
         if _show(records, renderer):
             return _EXIT_OK
         if records:
             continue  # more may be waiting: read again before sleeping
-        if not tail.writer_alive():
+        idle_polls += 1
+        if idle_polls % _LOCK_CHECK_EVERY == 1 and not tail.writer_alive():
             # The lock was free: whatever the writer wrote is in the file now.
             if _show(tail.read_records(), renderer):
                 return _EXIT_OK
