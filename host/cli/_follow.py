@@ -5,8 +5,9 @@ under ``message:`` the text as it streams, reasoning under ``[thinking]``, one `
 line per tool-call start or update, ``[Stopped]`` after an interrupted message; the ``duration:``, ``stop reason:``
 and ``diagnostic:`` lines come last, from ``run/end``. Child text is neutralised. Records of other types are not
 shown. The transcript is read every ``POLL_INTERVAL_S`` through ``TranscriptTail`` (whole records only, bounded
-memory); while nothing new arrives, the writer's lock is probed every ``_LOCK_CHECK_EVERY`` polls. When the writer's lock is released without a ``run/end``, the run is incomplete: that is said and the
-follow ends. SIGINT, SIGTERM and SIGHUP end the follow at once (the run itself goes on), with the signal's status.
+memory); while nothing new arrives, the writer's lock is probed every ``_LOCK_CHECK_EVERY`` polls. When the
+writer's lock is released without a ``run/end``, the run is incomplete: that is said and the follow ends. SIGINT,
+SIGTERM and SIGHUP end the follow at once (the run itself goes on), with the signal's status.
 """
 
 from __future__ import annotations
