@@ -12,6 +12,18 @@ import sys
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
+from subagent_host_cli._help import (
+    CHECK_EPILOG,
+    PROVIDERS_EPILOG,
+    RUN_EPILOG,
+    RUNS_EPILOG,
+    RUNS_LIST_EPILOG,
+    RUNS_PRUNE_EPILOG,
+    RUNS_SHOW_EPILOG,
+    SERVE_EPILOG,
+    TOP_EPILOG,
+)
+
 __all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "EXIT_USAGE", "ParsedCommand", "parse_command_line"]
 
 EXIT_USAGE: Final = 2
@@ -24,45 +36,13 @@ DEFAULT_HTTP_HOST: Final = "127.0.0.1"
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_LEVEL_ENV_VAR: Final = "SUBAGENT_HOST_LOG_LEVEL"
 
-EXIT_TABLE: Final = """\
-exit status:
-  0    completed
-  1    error, remote cancel, or startup failure (for check: a check failed)
-  2    usage or config error
-  3    refusal
-  4    max-tokens
-  124  the entry's timeout_ms (or --timeout-ms) expired; the child was torn down
-  129  SIGHUP  (like SIGINT and SIGTERM: the result is printed at once, then the child is torn down)
-  130  SIGINT
-  141  stdout was closed or broken
-  143  SIGTERM
-
-config lookup: --config, $SUBAGENT_HOST_CONFIG (must exist), ./subagent-host.toml then each parent directory,
-the user config file (config.toml in the user config dir), then the built-in echo provider.
-run records: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
-"""
-RUNS_EPILOG: Final = """\
-exit status:
-  0  success
-  1  runs show: no run id starts with RUN_ID, or several do
-  2  usage or configuration error
-
-state directory: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
-"""
-SERVE_EPILOG: Final = """\
-exit status:
-  0    shut down cleanly (stdin EOF, SIGTERM, SIGINT or SIGHUP): every run and job was torn down
-  2    usage or config error
-  129  SIGHUP, 130 SIGINT, 143 SIGTERM: received before serving started (nothing was served)
-
-run records: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
-"""
 _SERVE_DESCRIPTION: Final = (
     "Serve the host's tools (delegate_<name>, job_output, job_list, job_kill) as an MCP server on stdin/stdout, "
     "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
     "is torn down and the exit status is 0. Every run is recorded under the state directory unless --no-record."
 )
 _COMMANDS: Final = "run, runs, providers, check, serve"
+_PROG: Final = "subagent-host"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,50 +54,66 @@ class ParsedCommand:
 
 
 class _UsageError(Exception):
-    def __init__(self, message: str, usage: str) -> None:
+    """A usage error of the command ``prog`` (``subagent-host run``, ``subagent-host runs list``, ...)."""
+
+    def __init__(self, message: str, prog: str) -> None:
         super().__init__(message)
-        self.usage = usage
+        self.prog = prog
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(message, self.format_usage())
+        raise _UsageError(message, self.prog)
+
+
+def usage_error_text(message: str, prog: str) -> str:
+    """The two stderr lines of a usage error: ``subagent-host: <message>``, then where the command's help is."""
+    return f"subagent-host: {message}\ntry '{prog} --help'\n"
 
 
 def parse_command_line(argv: list[str], *, version: str) -> ParsedCommand | int:
     """Parse ``argv``; return the command, or the exit status of ``--version``, ``--help`` or a usage error."""
-    parser, commands = _build(version)
+    parser = _build(version)
     as_json = "--json" in argv or "--stream-json" in argv
     try:
         try:
-            args = parser.parse_args(argv)
+            # Unknown arguments are collected, not refused by the top-level parser: the error then names the
+            # command they were given to (``run --bogus`` points at ``subagent-host run --help``).
+            args, unknown = parser.parse_known_args(argv)
         except SystemExit as exit_request:  # --help printed its text
             return exit_request.code if isinstance(exit_request.code, int) else 0
+        prog = _prog_of(args)
+        if unknown:
+            raise _UsageError(f"unrecognized arguments: {' '.join(unknown)}", prog)
         if args.version:
             _print_version(version, as_json=args.json)
             return 0
         if args.command is None:
-            raise _UsageError(f"a command is required ({_COMMANDS})", parser.format_usage())
+            raise _UsageError(f"a command is required ({_COMMANDS})", prog)
         if args.command == "run":
-            args.task = _read_task(args, commands["run"].format_usage())
+            args.task = _read_task(args, prog)
+        if args.command == "runs" and args.runs_command == "show" and args.follow and (args.json or args.stderr):
+            raise _UsageError("--follow cannot be combined with --json or --stderr", prog)
         if hasattr(args, "log_level"):  # run, providers, check: `runs` and `serve` take no log level
             level = args.log_level or os.environ.get(LOG_LEVEL_ENV_VAR, "warning").lower()
             if level not in LOG_LEVELS:
-                raise _UsageError(
-                    f"{LOG_LEVEL_ENV_VAR} must be one of {', '.join(LOG_LEVELS)}",
-                    commands[args.command].format_usage(),
-                )
+                raise _UsageError(f"{LOG_LEVEL_ENV_VAR} must be one of {', '.join(LOG_LEVELS)}", prog)
             args.log_level = level
     except _UsageError as exc:
-        sys.stderr.write(exc.usage)
         message = f"subagent-host: {exc}"
-        sys.stderr.write(message + "\n")
+        sys.stderr.write(usage_error_text(str(exc), exc.prog))
         sys.stderr.flush()
         if as_json:
             _stdout(json.dumps({"schema": JSON_SCHEMA_VERSION, "error": message}) + "\n")
         return EXIT_USAGE
     as_json = bool(getattr(args, "json", False) or getattr(args, "stream_json", False))
     return ParsedCommand(args=args, as_json=as_json)
+
+
+def _prog_of(args: argparse.Namespace) -> str:
+    """The command the arguments were given to: ``subagent-host``, ``subagent-host run``, ``... runs list``."""
+    words = [_PROG, getattr(args, "command", None), getattr(args, "runs_command", None)]
+    return " ".join(word for word in words if word)
 
 
 def _print_version(version: str, *, as_json: bool) -> None:
@@ -133,12 +129,12 @@ def _stdout(text: str) -> None:
         pass  # stdout is closed or broken: the exit status still says what happened
 
 
-def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def _build(version: str) -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
-        prog="subagent-host",
+        prog=_PROG,
         description="Run a subtask in an out-of-process ACP or DSH SDK child agent.",
-        epilog=EXIT_TABLE,
+        epilog=TOP_EPILOG,
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="store_true", help=f"print the version ({version}) and exit")
@@ -156,10 +152,10 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
         parents=[common],
         help="delegate a task to one provider and print its result",
         description="Delegate a task (one text block) to a provider's child agent and print its result.",
-        epilog=EXIT_TABLE,
+        epilog=RUN_EPILOG,
         formatter_class=formatter,
     )
-    run.add_argument("--provider", metavar="NAME", help="the provider entry (default: the only one, or echo)")
+    run.add_argument("--provider", metavar="NAME", help="the provider entry (default: see 'provider:' below)")
     run.add_argument("--cwd", metavar="DIR", help="the parent workspace the child works in (default: .)")
     run.add_argument("--permission", choices=("allow", "reject"), help="override the ACP entry's permission policy")
     run.add_argument("--timeout-ms", metavar="N", type=_positive_ms, help="override the entry's timeout_ms")
@@ -176,7 +172,8 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
         parents=[common],
         help="list the configured providers",
         description="List every configured provider: name, kind, command and the file it came from (never env "
-        "values). Exit 0, or 2 for a config error.",
+        "values), under a header row.",
+        epilog=PROVIDERS_EPILOG,
         formatter_class=formatter,
     )
     check = sub.add_parser(
@@ -185,14 +182,16 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
         help="spawn each provider, run its handshake, tear it down (no prompt)",
         description="For each named provider (default: all), spawn the child, run initialize and session/new (ACP) "
         "or initialize (DSH SDK), tear it down, and print the timings and what the agent said about itself. "
-        "Exit 0 only if every check passed, 1 if one failed, 2 for a usage or config error.",
+        "Every entry is reported: one whose env needs an unset variable fails alone.",
+        epilog=CHECK_EPILOG,
         formatter_class=formatter,
     )
     check.add_argument("--cwd", metavar="DIR", help="the workspace the children start in (default: .)")
     check.add_argument("names", metavar="NAME", nargs="*", help="provider entries to check (default: all)")
-    runs = _add_runs(sub, formatter)
-    serve = _add_serve(sub, formatter)
-    return parser, {"run": run, "runs": runs, "providers": providers, "check": check, "serve": serve}
+    del providers  # no option of its own beyond the common ones
+    _add_runs(sub, formatter)
+    _add_serve(sub, formatter)
+    return parser
 
 
 def _add_state_dir(parser: argparse.ArgumentParser) -> None:
@@ -220,29 +219,37 @@ def _add_runs(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse
     listing = actions.add_parser(
         "list",
         help="the recorded runs, newest first",
-        description="List the recorded runs, newest first: run id, start time, provider, duration, status, task.",
-        epilog=RUNS_EPILOG,
+        description="List the recorded runs, newest first, under a header row: run id, start time, provider, "
+        "duration, status, task.",
+        epilog=RUNS_LIST_EPILOG,
         formatter_class=formatter,
     )
     listing.add_argument("--json", action="store_true", help='print one JSON object: {"schema": 1, "runs": [...]}')
     listing.add_argument("--limit", type=_non_negative, metavar="N", help="show at most N runs")
+    listing.add_argument(
+        "--running", action="store_true", help="only the runs in progress now (their writer holds the record's lock)"
+    )
     _add_state_dir(listing)
     show = actions.add_parser(
         "show",
         help="one run's transcript",
-        description="Print one recorded run's transcript (child text neutralised), or its child's stderr tail.",
-        epilog=RUNS_EPILOG,
+        description="Print one recorded run's transcript (child text neutralised), or its child's stderr tail. "
+        "With --follow, render the run as it is written, until its run/end.",
+        epilog=RUNS_SHOW_EPILOG,
         formatter_class=formatter,
     )
     show.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
     show.add_argument("--json", action="store_true", help="print one JSON object with every record")
     show.add_argument("--stderr", action="store_true", help="print the child's stderr tail instead")
+    show.add_argument(
+        "--follow", action="store_true", help="render the run as it is written and exit at its run/end (Ctrl-C stops)"
+    )
     _add_state_dir(show)
     prune = actions.add_parser(
         "prune",
         help="remove all but the newest runs (never one in progress)",
         description="Remove all but the newest N recorded runs; a run still in progress is never removed.",
-        epilog=RUNS_EPILOG,
+        epilog=RUNS_PRUNE_EPILOG,
         formatter_class=formatter,
     )
     prune.add_argument("--keep", type=_non_negative, metavar="N", help="how many to keep (default: [host] keep_runs)")
@@ -301,16 +308,16 @@ def _positive_ms(value: str) -> float:
     return milliseconds
 
 
-def _read_task(args: argparse.Namespace, usage: str) -> str:
+def _read_task(args: argparse.Namespace, prog: str) -> str:
     """The task text from TASK, ``-`` (stdin) or ``--file``; empty, whitespace-only or non-UTF-8 is a usage error."""
     if args.file is not None and args.task is not None:
-        raise _UsageError("give the task as TASK, - or --file, not both", usage)
+        raise _UsageError("give the task as TASK, - or --file, not both", prog)
     if args.file is not None:
         try:
             with open(args.file, "rb") as file:
                 data, origin = file.read(), f"--file {args.file}"
         except OSError as exc:
-            raise _UsageError(f"cannot read --file {args.file}: {exc.strerror or type(exc).__name__}", usage) from exc
+            raise _UsageError(f"cannot read --file {args.file}: {exc.strerror or type(exc).__name__}", prog) from exc
     elif args.task == "-":
         data, origin = sys.stdin.buffer.read(), "stdin"
     elif args.task is not None:
@@ -318,16 +325,16 @@ def _read_task(args: argparse.Namespace, usage: str) -> str:
         try:
             task.encode("utf-8")
         except UnicodeEncodeError:  # argv bytes that were not UTF-8 decode to lone surrogates
-            raise _UsageError("TASK is not valid UTF-8", usage) from None
+            raise _UsageError("TASK is not valid UTF-8", prog) from None
         if not task.strip():
-            raise _UsageError("TASK must not be empty or whitespace", usage)
+            raise _UsageError("TASK must not be empty or whitespace", prog)
         return task
     else:
-        raise _UsageError("a task is required: TASK, - (stdin) or --file PATH", usage)
+        raise _UsageError("a task is required: TASK, - (stdin) or --file PATH", prog)
     try:
         task = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _UsageError(f"the task from {origin} is not valid UTF-8", usage) from None
+        raise _UsageError(f"the task from {origin} is not valid UTF-8", prog) from None
     if not task.strip():
-        raise _UsageError(f"the task from {origin} is empty or whitespace", usage)
+        raise _UsageError(f"the task from {origin} is empty or whitespace", prog)
     return task

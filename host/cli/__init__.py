@@ -25,7 +25,7 @@ def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
     if args.command == "runs":
         from host.cli._runs import run_runs_command
 
-        return run_runs_command(args)
+        return run_runs_command(args, received)
     if args.command == "serve":
         from host.cli._serve import run_serve
 

@@ -20,7 +20,7 @@ from host.cli._support import (
     usage_failure,
     watch_signals,
 )
-from host.config import EntryConfig
+from host.config import EntryConfig, UnresolvedEntry
 from host.run._check import CheckReport, check_entry
 
 __all__ = ["check_providers"]
@@ -37,12 +37,13 @@ async def check_providers(args: argparse.Namespace, recorder: RecordedSignals, o
                 f'subagent-host: unknown provider "{unknown[0]}" (configured: {", ".join(config.entry_names())})'
             )
         cwd = workspace(args.cwd)
-        entries: list[EntryConfig] = [config.entry(name) for name in names]
     except ConfigError as exc:
         return usage_failure(output, config_error_text(exc), as_json=args.json)
     except UsageError as exc:
         return usage_failure(output, str(exc), as_json=args.json)
-    reports: list[CheckReport] = []
+    # An entry needing an unset variable fails alone, unstarted: every other entry is still checked.
+    entries: list[EntryConfig | UnresolvedEntry] = [config.unresolved.get(name) or config.entry(name) for name in names]
+    reports: list[CheckReport | UnresolvedEntry] = []
     received: list[signal.Signals] = [recorder.first] if recorder.first is not None else []
     with anyio.open_signal_receiver(*HANDLED_SIGNALS) as signals:
         async with anyio.create_task_group() as group:
@@ -59,8 +60,12 @@ async def check_providers(args: argparse.Namespace, recorder: RecordedSignals, o
                 for entry in entries:
                     if received:
                         break
-                    reports.append(await check_entry(entry, cwd=cwd))
-            _print(reports, {entry.name: entry for entry in entries}, output, as_json=args.json)
+                    if isinstance(entry, UnresolvedEntry):
+                        reports.append(entry)
+                    else:
+                        reports.append(await check_entry(entry, cwd=cwd))
+            resolved = {entry.name: entry for entry in entries if not isinstance(entry, UnresolvedEntry)}
+            _print(reports, resolved, output, as_json=args.json)
             await output.drain()
             group.cancel_scope.cancel()
     # The receiver restored the default handlers: from now on a late or repeated signal is only recorded, so it
@@ -69,12 +74,21 @@ async def check_providers(args: argparse.Namespace, recorder: RecordedSignals, o
     output.finish()
     if received:
         return EXIT_BY_SIGNAL[received[0]]
-    return 0 if reports and all(report.ok for report in reports) else 1
+    return 0 if reports and all(isinstance(report, CheckReport) and report.ok for report in reports) else 1
 
 
-def _print(reports: list[CheckReport], entries: dict[str, EntryConfig], output: Output, *, as_json: bool) -> None:
+def _print(
+    reports: list[CheckReport | UnresolvedEntry], entries: dict[str, EntryConfig], output: Output, *, as_json: bool
+) -> None:
     objects: list[dict[str, Any]] = []
     for report in reports:
+        if isinstance(report, UnresolvedEntry):
+            obj, text = _unresolved(report)
+            objects.append(obj)
+            if not as_json:
+                output.out(text)
+                output.err("".join(f"hint: {hint}\n" for hint in obj["hints"]))
+            continue
         hints = hints_for(entries[report.name], diagnostic=report.diagnostic, timed_out=False, timeout_ms=None)
         obj: dict[str, Any] = {
             "name": report.name,
@@ -100,6 +114,22 @@ def _print(reports: list[CheckReport], entries: dict[str, EntryConfig], output: 
             output.err("".join(f"hint: {hint}\n" for hint in hints))
     if as_json:
         output.out(json_line({"checks": objects}, terminal=output.stdout_tty))
+
+
+def _unresolved(unresolved: UnresolvedEntry) -> tuple[dict[str, Any], str]:
+    """The JSON object and the text line of an entry that was not started: it needs an unset variable."""
+    entry, missing = unresolved.entry, list(unresolved.missing)
+    needs = ", ".join(f"${{{name}}}" for name in missing)
+    obj: dict[str, Any] = {
+        "name": entry.name,
+        "kind": entry.kind,
+        "ok": False,
+        "timings_ms": {},
+        "needs": missing,
+        "error": config_error_text(unresolved.error),
+        "hints": [f"set {missing[0]} in the host's environment, or change [providers.{entry.name}.env]"],
+    }
+    return obj, f"FAIL {entry.name}: needs {needs}, unset in this environment (not started)\n"
 
 
 def _text_line(report: CheckReport) -> str:

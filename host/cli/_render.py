@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["STOPPED_MARKER", "THINKING_HEADER", "neutralise", "tool_line"]
+__all__ = ["STOPPED_MARKER", "THINKING_HEADER", "duration_text", "neutralise", "tool_line"]
 
 THINKING_HEADER: Final = "[thinking]"
 """The line a reasoning block is shown under."""
@@ -39,3 +39,10 @@ def tool_line(title: object, kind: object, status: object) -> str:
         return neutralise(value).replace("\n", " ") if isinstance(value, str) and value else "-"
 
     return f"[tool] {shown(title)} ({shown(kind)}, {shown(status)})"
+
+
+def duration_text(duration_ms: object) -> str:
+    """``850 ms`` below a second, ``1.5 s`` from one; ``-`` when ``duration_ms`` is not an integer."""
+    if not isinstance(duration_ms, int) or isinstance(duration_ms, bool):
+        return "-"
+    return f"{duration_ms} ms" if duration_ms < 1000 else f"{duration_ms / 1000:.1f} s"

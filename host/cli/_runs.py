@@ -16,15 +16,18 @@ from typing import Any, Final, cast
 import pydantic
 
 from host._exceptions import ConfigError
-from host.cli._render import STOPPED_MARKER, THINKING_HEADER, neutralise, tool_line
+from host.cli._render import STOPPED_MARKER, THINKING_HEADER, duration_text, neutralise, tool_line
 from host.cli._select import config_error_text
-from host.cli._support import JSON_SCHEMA_VERSION, json_line
+from host.cli._support import JSON_SCHEMA_VERSION, RecordedSignals, json_line
+from host.cli._table import Column, render_table
 from host.config import load_config
 from host.records import (
     AmbiguousRunError,
     RunNotFoundError,
+    RunSummary,
     StoredRun,
     find_run,
+    find_transcript,
     list_runs,
     prompt_text,
     prune_runs,
@@ -39,18 +42,31 @@ _EXIT_NOT_FOUND: Final = 1
 _EXIT_USAGE: Final = 2
 
 
-def run_runs_command(args: argparse.Namespace) -> int:
+_RUN_COLUMNS: Final[tuple[Column[RunSummary], ...]] = (
+    Column("RUN ID", lambda s: s.run_id, max_width=40),
+    Column("STARTED", lambda s: s.start_time or "-", max_width=30),
+    Column("PROVIDER", lambda s: s.provider or "-", max_width=32),
+    Column("DURATION", lambda s: duration_text(s.duration_ms), align=">"),
+    Column("STATUS", lambda s: s.status, max_width=24),
+    Column("TASK", lambda s: s.task),
+)
+"""The text columns of ``runs list``, in order: adding a column is one line here (``--json`` lists its keys below)."""
+
+
+def run_runs_command(args: argparse.Namespace, received: RecordedSignals) -> int:
     """Run ``runs <action>`` and return its exit status."""
     state_dir = resolve_state_dir(args.state_dir)
     if args.runs_command == "list":
-        return _list(state_dir, args.limit, args.json)
+        return _list(state_dir, args.limit, as_json=args.json, running=args.running)
     if args.runs_command == "show":
+        if args.follow:
+            return _follow(state_dir, args.run_id, received)
         return _show(state_dir, args.run_id, as_json=args.json, stderr=args.stderr)
     return _prune(state_dir, args.keep, args.config)
 
 
-def _list(state_dir: Path, limit: int | None, as_json: bool) -> int:
-    summaries = list_runs(state_dir, limit)
+def _list(state_dir: Path, limit: int | None, *, as_json: bool, running: bool) -> int:
+    summaries = list_runs(state_dir, limit, in_progress_only=running)
     if as_json:
         runs = [
             {
@@ -65,11 +81,24 @@ def _list(state_dir: Path, limit: int | None, as_json: bool) -> int:
         ]
         _print_json({"schema": JSON_SCHEMA_VERSION, "runs": runs})
         return _EXIT_OK
-    for s in summaries:
-        task = neutralise(s.task).replace("\n", " ").replace("\t", " ")
-        fields = [s.run_id, s.start_time or "-", neutralise(s.provider or "-"), _duration(s.duration_ms), s.status]
-        _out("  ".join([*fields, task]).rstrip() + "\n")
+    _out(render_table(_RUN_COLUMNS, summaries))
     return _EXIT_OK
+
+
+def _follow(state_dir: Path, prefix: str, received: RecordedSignals) -> int:
+    try:
+        path = find_transcript(state_dir, prefix)
+    except AmbiguousRunError as exc:
+        listed = ", ".join(exc.candidates)
+        return _fail(f'subagent-host: run id prefix "{neutralise(prefix)}" is ambiguous: {listed}', False)
+    except RunNotFoundError:
+        return _fail(f'subagent-host: no recorded run matches "{neutralise(prefix)}"', False)
+    from host.cli._follow import follow_run
+
+    try:
+        return follow_run(path, path.stem, received)
+    except FileNotFoundError:  # pruned between the lookup and the open
+        return _fail(f'subagent-host: no recorded run matches "{neutralise(prefix)}"', False)
 
 
 def _show(state_dir: Path, prefix: str, *, as_json: bool, stderr: bool) -> int:
@@ -122,7 +151,7 @@ def _transcript_lines(run: StoredRun) -> list[str]:
         f"provider: {neutralise(str(start.get('provider', '-')))} ({neutralise(str(start.get('kind', '-')))})",
         f"cwd: {neutralise(str(start.get('cwd') or '-'))}",
         f"started: {neutralise(str(start_time or '-'))}",
-        f"duration: {_duration(end.get('duration_ms'))}",
+        f"duration: {duration_text(end.get('duration_ms'))}",
         f"stop reason: {run.status}",
     ]
     diagnostic = end.get("diagnostic")
@@ -175,12 +204,6 @@ def _data_of(records: list[dict[str, Any]], record_type: str) -> dict[str, Any]:
         if record.get("type") == record_type and isinstance(record.get("data"), dict):
             return cast("dict[str, Any]", record["data"])
     return {}
-
-
-def _duration(duration_ms: object) -> str:
-    if not isinstance(duration_ms, int):
-        return "-"
-    return f"{duration_ms} ms" if duration_ms < 1000 else f"{duration_ms / 1000:.1f} s"
 
 
 def _fail(message: str, as_json: bool) -> int:

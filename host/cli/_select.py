@@ -22,7 +22,8 @@ __all__ = [
 ]
 
 DEFAULT_PROVIDER: Final = "echo"
-"""Used when several providers are configured, ``--provider`` is absent and one of them is named ``echo``."""
+"""Used when several providers are configured, neither ``--provider`` nor ``[host] default_provider`` names one, and
+one of them is named ``echo``."""
 
 
 class UsageError(Exception):
@@ -51,18 +52,21 @@ def no_config_notice(config: HostConfig) -> str | None:
 
 
 def choose_provider(config: HostConfig, requested: str | None) -> str:
-    """The entry ``run`` uses: ``requested``, the only one configured, or ``echo``."""
+    """The entry ``run`` uses: ``requested``, else ``[host] default_provider``, else the only one, else ``echo``."""
     names = config.entry_names()
     if requested is not None:
         if requested not in names:
             raise UsageError(f'subagent-host: unknown provider "{requested}" (configured: {", ".join(names)})')
         return requested
+    if config.default_provider is not None:  # the loader checked that it names an entry
+        return config.default_provider
     if len(names) == 1:
         return names[0]
     if DEFAULT_PROVIDER in names:
         return DEFAULT_PROVIDER
     raise UsageError(
-        f"subagent-host: several providers are configured ({', '.join(names)}); choose one with --provider"
+        f"subagent-host: several providers are configured ({', '.join(names)}); choose one with --provider "
+        "or set [host] default_provider"
     )
 
 
@@ -88,7 +92,12 @@ def with_overrides(
     if update:
         entry = entry.model_copy(update=update)
     # Only this entry; every [host] setting (keep_runs, the job bounds) stays as configured.
-    only = dataclasses.replace(config, providers=MappingProxyType({name: entry}), unresolved=MappingProxyType({}))
+    only = dataclasses.replace(
+        config,
+        providers=MappingProxyType({name: entry}),
+        unresolved=MappingProxyType({}),
+        default_provider=None,
+    )
     return only, entry
 
 

@@ -25,6 +25,7 @@ from host.config._models import (
     HostConfig,
     InheritEnv,
     SdkEntryConfig,
+    UnresolvedEntry,
     delegation_tool_name,
 )
 from host.config._rules import is_accessible_directory
@@ -46,6 +47,7 @@ __all__ = [
     "HostConfig",
     "InheritEnv",
     "SdkEntryConfig",
+    "UnresolvedEntry",
     "delegation_tool_name",
     "is_accessible_directory",
     "load_config",

@@ -143,6 +143,12 @@ def parse_config(
                 f'{_HOST_PREFIX}providers.{first} and providers.{name} would both register the tool "{tool}"'
             )
         tool_owners[tool] = name
+    default = host_settings.default_provider
+    if default is not None and default not in entries:
+        configured = ", ".join(entries)
+        raise ConfigError(
+            f'{_HOST_PREFIX}host.default_provider "{default}" names no provider entry (configured: {configured})'
+        )
     return HostConfig(
         providers=MappingProxyType(validated),
         source=source,
@@ -150,6 +156,7 @@ def parse_config(
         max_finished_jobs=host_settings.max_finished_jobs,
         max_finished_job_output_bytes=host_settings.max_finished_job_output_bytes,
         unresolved=MappingProxyType(unresolved),
+        default_provider=default,
     )
 
 
@@ -158,14 +165,16 @@ class _HostSettings:
     keep_runs: int = DEFAULT_KEEP_RUNS
     max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS
     max_finished_job_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES
+    default_provider: str | None = None
 
 
-_HOST_KEYS: Final = ("keep_runs", "max_finished_jobs", "max_finished_job_output_bytes")
+_HOST_KEYS: Final = ("keep_runs", "max_finished_jobs", "max_finished_job_output_bytes", "default_provider")
 
 
 def _validate_host_table(table: object) -> _HostSettings:
     """Validate the optional ``[host]`` table: ``keep_runs`` (an integer >= 0), ``max_finished_jobs`` and
-    ``max_finished_job_output_bytes`` (positive safe integers)."""
+    ``max_finished_job_output_bytes`` (positive safe integers), ``default_provider`` (a string; that it names an
+    entry is checked once the entries are read)."""
     if table is None:
         return _HostSettings()
     if not isinstance(table, Mapping):
@@ -180,7 +189,11 @@ def _validate_host_table(table: object) -> _HostSettings:
     prefix = f"{_HOST_PREFIX}host."
     max_jobs = check_positive_safe_integer(settings, "max_finished_jobs", prefix)
     max_bytes = check_positive_safe_integer(settings, "max_finished_job_output_bytes", prefix)
+    default_provider = settings.get("default_provider")
+    if default_provider is not None and not isinstance(default_provider, str):
+        raise ConfigError(f"{_HOST_PREFIX}host.default_provider must be a string")
     return _HostSettings(
+        default_provider=default_provider,
         keep_runs=keep_runs,
         max_finished_jobs=DEFAULT_MAX_FINISHED_JOBS if max_jobs is None else max_jobs,
         max_finished_job_output_bytes=DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES if max_bytes is None else max_bytes,

@@ -174,6 +174,9 @@ class HostConfig:
     """``[host] max_finished_jobs``: how many finished background jobs are kept (oldest evicted first)."""
     max_finished_job_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES
     """``[host] max_finished_job_output_bytes``: the bytes of finished jobs' texts kept (oldest evicted first)."""
+    default_provider: str | None = None
+    """``[host] default_provider``: the entry ``subagent-host run`` uses without ``--provider`` (validated to name
+    one)."""
     unresolved: Mapping[str, UnresolvedEntry] = field(default_factory=lambda: MappingProxyType({}))
     """Entries that need an unset host variable; they register no tool and fail with their error when used."""
     searched: tuple[str, ...] = ()

@@ -13,24 +13,32 @@ from host.records._recording import RunRecording
 from host.records._store import (
     AmbiguousRunError,
     RunNotFoundError,
+    RunSummary,
     StoredRun,
     find_run,
+    find_transcript,
     list_runs,
     prompt_text,
     prune_runs,
+    transcript_in_progress,
 )
+from host.records._tail import TranscriptTail
 from host.records._writer import encode_line
 
 __all__ = [
     "AmbiguousRunError",
     "RecordObserver",
     "RunNotFoundError",
+    "RunSummary",
     "RunRecording",
     "StoredRun",
+    "TranscriptTail",
     "encode_line",
     "find_run",
+    "find_transcript",
     "list_runs",
     "prompt_text",
     "prune_runs",
     "resolve_state_dir",
+    "transcript_in_progress",
 ]

@@ -32,10 +32,12 @@ __all__ = [
     "StoredRun",
     "count_transcripts",
     "find_run",
+    "find_transcript",
     "list_runs",
     "prompt_text",
     "prune_runs",
     "read_records",
+    "transcript_in_progress",
 ]
 
 TASK_PREVIEW_CHARS: Final = 60
@@ -104,14 +106,37 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def list_runs(state_dir: Path, limit: int | None = None) -> list[RunSummary]:
-    """Summaries of the recorded runs, newest first (at most ``limit``)."""
-    summaries = [_summary(path) for path in _sorted_transcripts(state_dir)]
-    return summaries if limit is None else summaries[:limit]
+def list_runs(state_dir: Path, limit: int | None = None, *, in_progress_only: bool = False) -> list[RunSummary]:
+    """Summaries of the recorded runs, newest first (at most ``limit``).
+
+    ``in_progress_only`` keeps the runs whose writer holds the transcript's lock (only those files are read).
+    """
+    paths = _sorted_transcripts(state_dir)
+    if in_progress_only:
+        paths = [path for path in paths if transcript_in_progress(path)]
+    summaries = [_summary(path) for path in (paths if limit is None else paths[:limit])]
+    return summaries
 
 
 def find_run(state_dir: Path, prefix: str) -> StoredRun:
     """The run whose id is ``prefix`` or uniquely starts with it.
+
+    Raises:
+        RunNotFoundError: no run id starts with ``prefix``.
+        AmbiguousRunError: several do (and none equals it).
+    """
+    path = find_transcript(state_dir, prefix)
+    runs, run_id = path.parent, path.name[: -len(_SUFFIX)]
+    records = read_records(path)
+    try:
+        stderr: bytes | None = stderr_path(runs, run_id).read_bytes()
+    except FileNotFoundError:
+        stderr = None
+    return StoredRun(run_id, records, _status(path, records), stderr)
+
+
+def find_transcript(state_dir: Path, prefix: str) -> Path:
+    """The transcript file of the run whose id is ``prefix`` or uniquely starts with it.
 
     Raises:
         RunNotFoundError: no run id starts with ``prefix``.
@@ -126,14 +151,21 @@ def find_run(state_dir: Path, prefix: str) -> StoredRun:
         raise RunNotFoundError(prefix)
     if len(matches) > 1:
         raise AmbiguousRunError(prefix, matches)
-    run_id = matches[0]
-    path = jsonl_path(runs, run_id)
-    records = read_records(path)
+    return jsonl_path(runs, matches[0])
+
+
+def transcript_in_progress(path: Path) -> bool:
+    """Whether a writer holds the transcript's lock; an empty file is one being created, in progress too.
+
+    An empty file is never probed: its writer is between creating it and locking it, and a probe holding the lock in
+    that instant would make the writer's own non-blocking lock fail.
+    """
     try:
-        stderr: bytes | None = stderr_path(runs, run_id).read_bytes()
+        if path.stat().st_size == 0:
+            return True
     except FileNotFoundError:
-        stderr = None
-    return StoredRun(run_id, records, _status(path, records), stderr)
+        return False
+    return _locked(path)
 
 
 def prune_runs(state_dir: Path, keep: int) -> PruneOutcome:
@@ -237,7 +269,7 @@ def _status(path: Path, records: list[dict[str, Any]]) -> str:
     if end is not None:
         stop_reason = _data(end).get("stop_reason")
         return stop_reason if isinstance(stop_reason, str) else "unknown"
-    return "running" if _locked(path) else "incomplete"
+    return "running" if transcript_in_progress(path) else "incomplete"
 
 
 def _first(records: list[dict[str, Any]], record_type: str) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ job under its own controller and returns at once. The capability gate runs befor
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
@@ -53,7 +52,7 @@ USAGE_TEXT: Final = (
 )
 """The standard usage text every delegation tool description ends with."""
 _DEFAULT_DESCRIPTION: Final = (
-    "Delegate a self-contained task to a fresh out-of-process {kind} ({command}) and return its final answer. "
+    "Delegate a self-contained task to a fresh out-of-process {kind} ({name}) and return its final answer. "
     + USAGE_TEXT
 )
 
@@ -121,8 +120,9 @@ _OUTPUT: Final = ToolOutput(TypeAdapter[ForegroundValue | BackgroundValue](_Dele
 
 
 def default_description(entry: EntryConfig) -> str:
-    """The tool description of an entry without one: names the provider kind and the command (never its path)."""
-    return _DEFAULT_DESCRIPTION.format(kind=_KIND_NAMES[entry.kind], command=os.path.basename(entry.command))
+    """The tool description of an entry without one: names the provider kind and the entry (never its command, which
+    may be a wrapper such as ``prlimit`` or a path)."""
+    return _DEFAULT_DESCRIPTION.format(kind=_KIND_NAMES[entry.kind], name=entry.name)
 
 
 def tool_description(entry: EntryConfig) -> str:

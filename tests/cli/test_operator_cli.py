@@ -289,7 +289,8 @@ def test_providers_lists_name_kind_command_and_source_but_never_env_values(tmp_p
     config = write_config(tmp_path, {"acp": acp_entry(SECRET_SETTING="hunter2")})
     done = run_script("providers", "--config", str(config), cwd=tmp_path, env=script_env(tmp_path))
     assert done.returncode == 0
-    (line,) = done.stdout.decode().splitlines()
+    header, line = done.stdout.decode().splitlines()
+    assert header.split() == ["NAME", "KIND", "COMMAND", "SOURCE"]
     assert line.split() == ["acp", "acp", acp_entry()["command"], str(config)]
     assert "hunter2" not in done.stdout.decode() + done.stderr.decode()
 

@@ -111,7 +111,8 @@ async def test_runs_list_show_and_prune_through_the_console_script(tmp_path: Pat
         ("child", "completed", "first task"),
     ]
     newest = runs["runs"][0]["run_id"]
-    (line,) = text_list.stdout.decode().splitlines()
+    header, line = text_list.stdout.decode().splitlines()
+    assert header.split() == ["RUN", "ID", "STARTED", "PROVIDER", "DURATION", "STATUS", "TASK"]
     assert line.startswith(newest + "  ") and "  child  " in line and line.endswith("completed  " + tasks[1][:60])
     with anyio.fail_after(CLI_TIMEOUT_S):
         shown = await _cli("runs", "show", newest[:8], "--state-dir", str(state), cwd=tmp_path)
