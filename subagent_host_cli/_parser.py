@@ -57,12 +57,21 @@ exit status:
 
 run records: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (runs/ under it).
 """
+UI_EPILOG: Final = """\
+exit status:
+  0    stopped cleanly (SIGINT, SIGTERM or SIGHUP)
+  2    usage error (a bad address or token file; a non-loopback address without --auth-token-file)
+  129  SIGHUP, 130 SIGINT, 143 SIGTERM: received before serving started
+
+state directory: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory.
+The dashboard is read-only: it never changes records, worktrees or processes.
+"""
 _SERVE_DESCRIPTION: Final = (
     "Serve the host's tools (delegate_<name>, job_output, job_list, job_kill) as an MCP server on stdin/stdout, "
     "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
     "is torn down and the exit status is 0. Every run is recorded under the state directory unless --no-record."
 )
-_COMMANDS: Final = "run, runs, providers, check, serve"
+_COMMANDS: Final = "run, runs, providers, check, serve, ui"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +201,8 @@ def _build(version: str) -> tuple[argparse.ArgumentParser, dict[str, argparse.Ar
     check.add_argument("names", metavar="NAME", nargs="*", help="provider entries to check (default: all)")
     runs = _add_runs(sub, formatter)
     serve = _add_serve(sub, formatter)
-    return parser, {"run": run, "runs": runs, "providers": providers, "check": check, "serve": serve}
+    ui = _add_ui(sub, formatter)
+    return parser, {"run": run, "runs": runs, "providers": providers, "check": check, "serve": serve, "ui": ui}
 
 
 def _add_state_dir(parser: argparse.ArgumentParser) -> None:
@@ -279,6 +289,28 @@ def _add_serve(sub: argparse._SubParsersAction[_Parser], formatter: type[argpars
     )
     _add_recording_arguments(serve, "the runs")
     return serve
+
+
+def _add_ui(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> _Parser:  # pyright: ignore[reportPrivateUsage]
+    ui = sub.add_parser(
+        "ui",
+        help="serve a local web dashboard of runs, sessions, batches and changes",
+        description=(
+            "Serve a local, read-only web dashboard of the state directory's runs (live), sessions, batches and "
+            "changes, at http://127.0.0.1:8766/ by default."
+        ),
+        epilog=UI_EPILOG,
+        formatter_class=formatter,
+    )
+    ui.add_argument("--http", metavar="HOST:PORT", help="where to listen (default: 127.0.0.1:8766; port 0 picks one)")
+    ui.add_argument(
+        "--auth-token-file",
+        metavar="PATH",
+        help="require this token (a 0600 file) on every request; required for a non-loopback HOST",
+    )
+    ui.add_argument("--open", action="store_true", help="open the dashboard in the default browser")
+    _add_state_dir(ui)
+    return ui
 
 
 def _non_negative(value: str) -> int:
