@@ -1,11 +1,13 @@
 """The dashboard's derived index of runs: one summary per transcript, refreshed from the JSONL records.
 
 The records stay the source of truth. The index is held in memory and keyed by each transcript's
-``(st_mtime_ns, st_size)``: a refresh lists the runs directory (one ``scandir``, no file opened) and re-reads only
-the transcripts that changed since the last refresh, so a warm query over 10 000 runs costs one directory listing
-plus a filter. A summary reads a transcript's head (``run/start`` and ``prompt``) and its last line (``run/end``),
-never the whole stream. A run without ``run/end`` is ``running`` while its writer holds the transcript's lock, and
-``incomplete`` otherwise; the lock is probed only for those.
+``(st_mtime_ns, st_size)``. A transcript is only ever appended to while its run is in progress, and the runs
+directory's own mtime changes whenever a transcript is created or removed; so a refresh lists the directory (one
+``scandir``, no file opened) only when that mtime moved, and otherwise re-checks just the runs it last saw in
+progress. A warm query over 10 000 finished runs costs a ``stat`` of the directory plus a filter. A summary reads
+a transcript's head (``run/start`` and ``prompt``) and its last line (``run/end``), never the whole stream. A run
+without ``run/end`` is ``running`` while its writer holds the transcript's lock, and ``incomplete`` otherwise; the
+lock is probed only for those.
 """
 
 from __future__ import annotations
@@ -104,32 +106,81 @@ class RunIndex:
     def __init__(self, state_dir: Path) -> None:
         self._runs = state_dir / "runs"
         self._entries: dict[str, _Entry] = {}
+        self._listed_mtime_ns: int | None = None
+        self._sorted: list[RunRow] | None = None
         self._lock = threading.Lock()
 
     def refresh(self) -> list[RunRow]:
         """Bring the index up to date with the directory; return every row, newest first."""
         with self._lock:
-            seen: dict[str, _Entry] = {}
-            for entry in _transcript_entries(self._runs):
-                run_id = entry.name[: -len(_SUFFIX)]
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                stamp = (info.st_mtime_ns, info.st_size)
-                known = self._entries.get(run_id)
-                if known is not None and known.stamp == stamp and known.row.status != "running":
-                    seen[run_id] = known
-                    continue
-                seen[run_id] = _Entry(stamp, _summarise(Path(entry.path), run_id, info.st_mtime))
-            self._entries = seen
-            rows = [entry.row for entry in seen.values()]
-        rows.sort(key=lambda row: (row.started, row.run_id), reverse=True)
-        return rows
+            try:
+                listed_mtime_ns: int | None = self._runs.stat().st_mtime_ns
+            except OSError:
+                listed_mtime_ns = None
+            if listed_mtime_ns is None or listed_mtime_ns != self._listed_mtime_ns:
+                changed = self._relist()
+                self._listed_mtime_ns = listed_mtime_ns
+            else:
+                changed = self._recheck_running()
+            if changed or self._sorted is None:
+                rows = [entry.row for entry in self._entries.values()]
+                rows.sort(key=lambda row: (row.started, row.run_id), reverse=True)
+                self._sorted = rows
+            return self._sorted
+
+    def _relist(self) -> bool:
+        """Summarise every transcript that is new or changed; drop the removed ones. Whether anything changed."""
+        seen: dict[str, _Entry] = {}
+        changed = False
+        for entry in _transcript_entries(self._runs):
+            run_id = entry.name[: -len(_SUFFIX)]
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            known = self._entries.get(run_id)
+            fresh = self._summary_of(Path(entry.path), run_id, known, info)
+            changed = changed or fresh is not known
+            seen[run_id] = fresh
+        changed = changed or len(seen) != len(self._entries)
+        self._entries = seen
+        return changed
+
+    def _recheck_running(self) -> bool:
+        """Re-read the runs last seen in progress (the only transcripts that can still change)."""
+        changed = False
+        for run_id, known in list(self._entries.items()):
+            if known.row.status != "running":
+                continue
+            path = self._runs / f"{run_id}{_SUFFIX}"
+            try:
+                info = path.stat()
+            except OSError:
+                del self._entries[run_id]
+                changed = True
+                continue
+            fresh = self._summary_of(path, run_id, known, info)
+            if fresh is not known:
+                self._entries[run_id] = fresh
+                changed = True
+        return changed
+
+    @staticmethod
+    def _summary_of(path: Path, run_id: str, known: _Entry | None, info: os.stat_result) -> _Entry:
+        stamp = (info.st_mtime_ns, info.st_size)
+        if known is not None and known.stamp == stamp and known.row.status != "running":
+            return known
+        row = _summarise(path, run_id, info.st_mtime)
+        if known is not None and known.row == row and known.stamp == stamp:
+            return known
+        return _Entry(stamp, row)
 
     def query(self, run_filter: RunFilter, *, limit: int, offset: int = 0) -> tuple[list[RunRow], int]:
         """The rows that pass ``run_filter``, newest first: ``(the page, how many matched in all)``."""
-        matched = [row for row in self.refresh() if run_filter.matches(row)]
+        rows = self.refresh()
+        if run_filter == RunFilter():
+            return rows[offset : offset + limit], len(rows)
+        matched = [row for row in rows if run_filter.matches(row)]
         return matched[offset : offset + limit], len(matched)
 
     def providers(self) -> list[str]:
