@@ -191,7 +191,7 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
         turns = [row for row in index.refresh() if row.session_id == session_id]
         if meta is None and not turns:
             return None
-        turns.sort(key=lambda row: (row.started, row.run_id))
+        turns.sort(key=lambda row: (row.turn if row.turn is not None else 1 << 62, row.started, row.run_id))
         return session_page(session_id, meta or {}, turns)
 
     async def session(request: Request) -> Response:

@@ -54,6 +54,8 @@ class RunRow:
     search_text: str
     """The lower-cased start of the task, for the text filter."""
     session_id: str | None
+    turn: int | None
+    """The run's turn in its session (``run/start``'s ``turn``)."""
     cause: str | None
 
     def as_json(self) -> dict[str, Any]:
@@ -66,6 +68,7 @@ class RunRow:
             "duration_ms": self.duration_ms,
             "task": self.task,
             "session_id": self.session_id,
+            "turn": self.turn,
             "cause": self.cause,
         }
 
@@ -222,6 +225,7 @@ def _summarise(path: Path, run_id: str, mtime: float) -> RunRow:
         task=task[:TASK_PREVIEW_CHARS],
         search_text=task[:_SEARCH_CHARS].lower(),
         session_id=_text_or_none(start_data.get("session_id")),
+        turn=_int_or_none(start_data.get("turn")),
         cause=_text_or_none(end_data.get("cause")),
     )
 
@@ -281,6 +285,10 @@ def _data(record: dict[str, Any] | None) -> dict[str, Any]:
 
 def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _prompt_text(content: object) -> str:

@@ -149,7 +149,7 @@ def session_page(session_id: str, meta: Mapping[str, Any], turns: Sequence[RunRo
         if name in meta
     )
     items = "".join(
-        f'<li><a href="{run_href(row.run_id)}">turn {i}: {text(row.run_id[:8])}</a> '
+        f'<li><a href="{run_href(row.run_id)}">turn {row.turn or i}: {text(row.run_id[:8])}</a> '
         f'<span class="status status-{text(row.status)}">{text(row.status)}</span> {text(row.task)}</li>'
         for i, row in enumerate(turns, start=1)
     )
