@@ -270,6 +270,10 @@ class _Agent:
         if _flag("MOCK_IMAGE_CHUNK"):  # records tests: a non-text content chunk (an unknown block to the host)
             image: JsonObject = {"type": "image", "data": "", "mimeType": "image/png"}
             self.update(sid, {"sessionUpdate": "agent_message_chunk", "content": image})
+        streamed = int(_env("MOCK_STREAM_CHUNKS") or 0)
+        for number in range(1, streamed + 1):  # a slow stream: one chunk per MOCK_STREAM_DELAY_MS, before the answer
+            time.sleep(int(_env("MOCK_STREAM_DELAY_MS") or 0) / 1000)
+            self.update(sid, _chunk("agent_message_chunk", f"streamed chunk {number}\n"))
         self.update(sid, _chunk("agent_message_chunk", self.answer_text(prompt_text, probe_text)))
         if _flag("MOCK_CRASH_AFTER_CHUNK"):
             os._exit(EXIT_CRASH_AFTER_CHUNK)  # every write went straight to the fd: nothing left to flush

@@ -44,3 +44,11 @@ fi
 if [ "${#npm_packages[@]}" -gt 0 ]; then
     npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --save-exact --loglevel=error "${npm_packages[@]}"
 fi
+
+# The dashboard's browser tests (tests/ui/) drive Debian's Chromium through Playwright for Python; Playwright's
+# own browser download is never used.
+if ! command -v chromium >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq chromium >/dev/null
+fi

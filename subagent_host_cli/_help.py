@@ -18,6 +18,7 @@ __all__ = [
     "RUN_EPILOG",
     "SERVE_EPILOG",
     "TOP_EPILOG",
+    "UI_EPILOG",
 ]
 
 _CONFIG_LOOKUP: Final = """\
@@ -128,4 +129,17 @@ exit status:
 
 """
     + _STATE_DIR
+)
+UI_EPILOG: Final = (
+    """\
+exit status:
+  0    stopped cleanly (SIGINT, SIGTERM or SIGHUP)
+  2    usage error (a bad address or token file; a non-loopback address without --auth-token-file)
+"""
+    + _SIGNALS
+    + """: received before serving started
+
+state directory: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory.
+The dashboard is read-only: it never changes records, worktrees or processes.
+"""
 )

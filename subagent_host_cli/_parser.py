@@ -22,6 +22,7 @@ from subagent_host_cli._help import (
     RUNS_SHOW_EPILOG,
     SERVE_EPILOG,
     TOP_EPILOG,
+    UI_EPILOG,
 )
 
 __all__ = ["DEFAULT_HTTP_HOST", "DEFAULT_MAX_CONCURRENT_RUNS", "EXIT_USAGE", "ParsedCommand", "parse_command_line"]
@@ -41,7 +42,7 @@ _SERVE_DESCRIPTION: Final = (
     "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
     "is torn down and the exit status is 0. Every run is recorded under the state directory unless --no-record."
 )
-_COMMANDS: Final = "run, runs, providers, check, serve"
+_COMMANDS: Final = "run, runs, providers, check, serve, ui"
 _PROG: Final = "subagent-host"
 
 
@@ -191,6 +192,7 @@ def _build(version: str) -> argparse.ArgumentParser:
     del providers  # no option of its own beyond the common ones
     _add_runs(sub, formatter)
     _add_serve(sub, formatter)
+    _add_ui(sub, formatter)
     return parser
 
 
@@ -286,6 +288,28 @@ def _add_serve(sub: argparse._SubParsersAction[_Parser], formatter: type[argpars
     )
     _add_recording_arguments(serve, "the runs")
     return serve
+
+
+def _add_ui(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> _Parser:  # pyright: ignore[reportPrivateUsage]
+    ui = sub.add_parser(
+        "ui",
+        help="serve a local web dashboard of runs, sessions, batches and changes",
+        description=(
+            "Serve a local, read-only web dashboard of the state directory's runs (live), sessions, batches and "
+            "changes, at http://127.0.0.1:8766/ by default."
+        ),
+        epilog=UI_EPILOG,
+        formatter_class=formatter,
+    )
+    ui.add_argument("--http", metavar="HOST:PORT", help="where to listen (default: 127.0.0.1:8766; port 0 picks one)")
+    ui.add_argument(
+        "--auth-token-file",
+        metavar="PATH",
+        help="require this token (a 0600 file) on every request; required for a non-loopback HOST",
+    )
+    ui.add_argument("--open", action="store_true", help="open the dashboard in the default browser")
+    _add_state_dir(ui)
+    return ui
 
 
 def _non_negative(value: str) -> int:

@@ -9,6 +9,7 @@ command's module is imported when that command runs (the cold start of ``run``).
 from __future__ import annotations
 
 import argparse
+import sys
 
 import anyio
 
@@ -26,6 +27,8 @@ def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
         from host.cli._runs import run_runs_command
 
         return run_runs_command(args, received)
+    if args.command == "ui":
+        return _run_ui(args, received)
     if args.command == "serve":
         from host.cli._serve import run_serve
 
@@ -36,6 +39,19 @@ def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
         # The loop's receiver restored the default handlers: a late signal must not kill the process before it
         # exits with the status already decided.
         received.reinstall()
+
+
+def _run_ui(args: argparse.Namespace, received: RecordedSignals) -> int:
+    from host.ui import UiUsageError, parse_ui_options, run_ui  # Starlette and uvicorn load only once serving starts
+
+    try:
+        options = parse_ui_options(
+            state_dir=args.state_dir, address=args.http, token_file=args.auth_token_file, open_browser=args.open
+        )
+    except UiUsageError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
+    return run_ui(options, lambda: received.first)
 
 
 async def _dispatch(args: argparse.Namespace, received: RecordedSignals) -> int:

@@ -1,0 +1,296 @@
+"""The dashboard's Starlette app: read-only routes over the state directory, and its security envelope.
+
+Routes: ``/`` (runs), ``/api/runs`` (the runs as JSON), ``/runs/{id}``, ``/api/runs/{id}/events`` (the transcript
+as server-sent events, tailing the file every ``TAIL_INTERVAL_S`` until ``run/end``), ``/api/runs/{id}/stderr``,
+``/sessions``, ``/sessions/{id}``, ``/batches``, ``/batch?name=``, ``/static/app.js`` and ``/static/app.css``.
+No route writes anything. ``_Guard`` wraps every request: the Host header must be one the server answers to (DNS
+rebinding), a token (when configured) must come as ``Authorization: Bearer`` or the cookie set by visiting
+``/?token=…`` once, compared in constant time; every response carries a strict CSP and no-sniff headers.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Collection
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode
+
+import anyio
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from host.ui._batches import find_batches, load_batch
+from host.ui._index import RunFilter, RunIndex, is_locked, read_records_from
+from host.ui._pages import (
+    batch_page,
+    batches_page,
+    not_found_page,
+    run_page,
+    runs_page,
+    session_page,
+    sessions_page,
+)
+from host.ui._reads import read_patch_files, read_run_facts, read_sessions, read_stderr, transcript_path
+
+__all__ = ["CSP", "TAIL_INTERVAL_S", "TOKEN_COOKIE", "create_app"]
+
+TAIL_INTERVAL_S: Final = 0.1
+"""How often a live transcript is polled for new records (the stream lags a write by at most this, plus I/O)."""
+PAGE_ROWS: Final = 200
+"""How many runs the runs page and ``/api/runs`` return at most per request."""
+TOKEN_COOKIE: Final = "subagent_host_ui_token"
+CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+_SECURITY_HEADERS: Final = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+)
+_KEEPALIVE_S: Final = 15.0
+_STATIC: Final = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+_MAX_TAIL_READ: Final = 1 << 20
+
+
+class _Guard:
+    """Host check, token check and the security headers around the whole app."""
+
+    def __init__(self, app: ASGIApp, *, allowed_hosts: Collection[str] | None, token: str | None) -> None:
+        self._app = app
+        self._allowed_hosts = None if allowed_hosts is None else {host.lower() for host in allowed_hosts}
+        self._token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = {name.lower(): value for name, value in scope["headers"]}
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *_SECURITY_HEADERS]}
+            await send(message)
+
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if self._allowed_hosts is not None and host not in self._allowed_hosts:
+            await PlainTextResponse("invalid Host header\n", status_code=421)(scope, receive, secured)
+            return
+        if self._token is not None:
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            offered = query.get("token")
+            if offered is not None and _same(offered, self._token):
+                await _set_cookie_and_redirect(scope, query, self._token, secured)
+                return
+            if not self._authorised(headers):
+                response = PlainTextResponse("unauthorized\n", status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, secured)
+                return
+        await self._app(scope, receive, secured)
+
+    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
+        assert self._token is not None
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        if authorization.startswith("Bearer ") and _same(authorization[len("Bearer ") :], self._token):
+            return True
+        for part in headers.get(b"cookie", b"").decode("latin-1").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == TOKEN_COOKIE and _same(value, self._token):
+                return True
+        return False
+
+
+def _same(offered: str, token: str) -> bool:
+    return hmac.compare_digest(offered.encode("utf-8", "replace"), token.encode("utf-8"))
+
+
+async def _set_cookie_and_redirect(scope: Scope, query: dict[str, str], token: str, send: Send) -> None:
+    rest = {name: value for name, value in query.items() if name != "token"}
+    location = scope["path"] + ("?" + urlencode(rest) if rest else "")
+    response = Response(status_code=303, headers={"Location": location})
+    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
+
+    async def no_body() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    await response(scope, no_body, send)
+
+
+def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token: str | None) -> ASGIApp:
+    """The dashboard over ``state_dir``; ``allowed_hosts=None`` accepts any Host (a token is then required)."""
+    index = RunIndex(state_dir)
+    static = {name: (resources.files("host.ui") / "static" / name).read_bytes() for name in _STATIC}
+
+    def filters_of(request: Request) -> dict[str, str | None]:
+        return {
+            name: request.query_params.get(name) or None for name in ("provider", "status", "session", "batch", "q")
+        }
+
+    def run_filter(filters: dict[str, str | None]) -> RunFilter:
+        run_ids = None
+        if filters["batch"]:
+            view = load_batch(state_dir, filters["batch"])
+            run_ids = view.run_ids if view is not None else frozenset[str]()
+        return RunFilter(filters["provider"], filters["status"], filters["session"], run_ids, filters["q"])
+
+    def runs_view(filters: dict[str, str | None]) -> str:
+        rows, total = index.query(run_filter(filters), limit=PAGE_ROWS)
+        return runs_page(rows, total, filters, providers=index.providers(), batches=find_batches(state_dir))
+
+    async def runs(request: Request) -> Response:
+        return HTMLResponse(await anyio.to_thread.run_sync(runs_view, filters_of(request)))
+
+    def runs_json(filters: dict[str, str | None]) -> dict[str, Any]:
+        rows, total = index.query(run_filter(filters), limit=PAGE_ROWS)
+        return {"schema": 1, "total": total, "runs": [row.as_json() for row in rows]}
+
+    async def api_runs(request: Request) -> Response:
+        return JSONResponse(await anyio.to_thread.run_sync(runs_json, filters_of(request)))
+
+    def run_view(run_id: str) -> str | None:
+        path = transcript_path(state_dir, run_id)
+        row = next((row for row in index.refresh() if row.run_id == run_id), None) if path else None
+        if path is None or row is None:
+            return None
+        return run_page(row, read_run_facts(path), read_patch_files(state_dir, run_id))
+
+    async def run(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        body = await anyio.to_thread.run_sync(run_view, run_id)
+        if body is None:
+            return HTMLResponse(not_found_page("no recorded run has this id"), status_code=404)
+        return HTMLResponse(body)
+
+    async def events(request: Request) -> Response:
+        path = transcript_path(state_dir, request.path_params["run_id"])
+        if path is None:
+            return PlainTextResponse("no such run\n", status_code=404)
+        return StreamingResponse(_tail(path), media_type="text/event-stream")
+
+    async def stderr(request: Request) -> Response:
+        tail = await anyio.to_thread.run_sync(read_stderr, state_dir, request.path_params["run_id"])
+        return PlainTextResponse(tail or "", status_code=200 if tail is not None else 404)
+
+    def sessions_view() -> str:
+        return sessions_page(_sessions(index, state_dir))
+
+    async def sessions(_request: Request) -> Response:
+        return HTMLResponse(await anyio.to_thread.run_sync(sessions_view))
+
+    def session_view(session_id: str) -> str | None:
+        meta = read_sessions(state_dir).get(session_id)
+        turns = [row for row in index.refresh() if row.session_id == session_id]
+        if meta is None and not turns:
+            return None
+        turns.sort(key=lambda row: (row.turn if row.turn is not None else 1 << 62, row.started, row.run_id))
+        return session_page(session_id, meta or {}, turns)
+
+    async def session(request: Request) -> Response:
+        body = await anyio.to_thread.run_sync(session_view, request.path_params["session_id"])
+        if body is None:
+            return HTMLResponse(not_found_page("no session has this id"), status_code=404)
+        return HTMLResponse(body)
+
+    async def batches(_request: Request) -> Response:
+        return HTMLResponse(batches_page(await anyio.to_thread.run_sync(find_batches, state_dir)))
+
+    async def batch(request: Request) -> Response:
+        view = await anyio.to_thread.run_sync(load_batch, state_dir, request.query_params.get("name", ""))
+        if view is None:
+            return HTMLResponse(not_found_page("no batch has this name"), status_code=404)
+        return HTMLResponse(batch_page(view))
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in static:
+            return PlainTextResponse("not found\n", status_code=404)
+        return Response(static[name], media_type=_STATIC[name])
+
+    async def no_icon(_request: Request) -> Response:
+        return Response(status_code=204)
+
+    routes = [
+        Route("/", runs),
+        Route("/api/runs", api_runs),
+        Route("/runs/{run_id}", run),
+        Route("/api/runs/{run_id}/events", events),
+        Route("/api/runs/{run_id}/stderr", stderr),
+        Route("/sessions", sessions),
+        Route("/sessions/{session_id}", session),
+        Route("/batches", batches),
+        Route("/batch", batch),
+        Route("/static/{name}", asset),
+        Route("/favicon.ico", no_icon),
+    ]
+    return _Guard(Starlette(routes=routes), allowed_hosts=allowed_hosts, token=token)
+
+
+def _sessions(index: RunIndex, state_dir: Path) -> list[dict[str, Any]]:
+    """Every session: its file's facts, else what its turns' records say; newest use first."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in index.refresh():
+        if row.session_id is None:
+            continue
+        entry = found.setdefault(row.session_id, {"session_id": row.session_id, "provider": row.provider, "turns": 0})
+        entry["turns"] += 1
+        entry.setdefault("last_used", row.start_time)
+    for session_id, meta in read_sessions(state_dir).items():
+        entry = found.setdefault(session_id, {"session_id": session_id, "turns": 0})
+        for name in ("provider", "state", "last_used"):
+            if isinstance(meta.get(name), str):
+                entry[name] = meta[name]
+        turns = meta.get("turns", meta.get("turn_count"))
+        if isinstance(turns, int) and not isinstance(turns, bool):
+            entry["turns"] = max(entry["turns"], turns)
+    return sorted(found.values(), key=lambda entry: str(entry.get("last_used") or ""), reverse=True)
+
+
+async def _tail(path: Path) -> AsyncIterator[str]:
+    """The transcript's records as events, then new ones as they are written, until ``run/end`` (or until the
+    writer is gone without one: ``event: end`` either way)."""
+    offset = 0
+    idle = 0.0
+    while True:
+        data, locked = await anyio.to_thread.run_sync(_read_from, path, offset)
+        records, consumed = read_records_from(data)
+        offset += consumed
+        for record in records:
+            yield f"data: {json.dumps(record, ensure_ascii=True, separators=(',', ':'))}\n\n"
+            if record.get("type") == "run/end":
+                yield "event: end\ndata: {}\n\n"
+                return
+        if not records and not locked:
+            yield "event: end\ndata: {}\n\n"
+            return
+        if records:
+            idle = 0.0
+            continue
+        await anyio.sleep(TAIL_INTERVAL_S)
+        idle += TAIL_INTERVAL_S
+        if idle >= _KEEPALIVE_S:
+            idle = 0.0
+            yield ": keepalive\n\n"
+
+
+def _read_from(path: Path, offset: int) -> tuple[bytes, bool]:
+    """Whether the writer still holds ``path``, then its bytes from ``offset`` (bounded).
+
+    The lock is probed first: when it was free, everything the writer wrote is in the bytes read after it.
+    """
+    locked = is_locked(path)
+    try:
+        with open(path, "rb") as file:
+            file.seek(offset)
+            data = file.read(_MAX_TAIL_READ)
+    except OSError:
+        return b"", False
+    return data, locked
