@@ -91,10 +91,15 @@ class HttpServer:
     @classmethod
     @contextmanager
     def open(
-        cls, config: Path, *extra: str, token: str | None = TOKEN, env: Mapping[str, str] | None = None
+        cls,
+        config: Path,
+        *extra: str,
+        token: str | None = TOKEN,
+        env: Mapping[str, str] | None = None,
+        command: Sequence[str] = (CONSOLE_SCRIPT,),
     ) -> Generator[HttpServer]:
         """Start the server; on exit SIGTERM it, require exit 0 and that nothing it started survives."""
-        args = [CONSOLE_SCRIPT, "serve", "--config", str(config), "--http", "127.0.0.1:0", *extra]
+        args = [*command, "serve", "--config", str(config), "--http", "127.0.0.1:0", *extra]
         if token is not None:
             token_file = config.parent / "token"
             token_file.write_text(token + "\n", encoding="utf-8")
