@@ -187,8 +187,8 @@ class McpEndpoint:
         params = cast("dict[str, Any]", params)
         if modern_header or (method != "initialize" and has_modern_envelope(params)):
             if "id" not in envelope:
-                version = request.headers.get(VERSION_HEADER, "")
-                if version != MODERN_VERSION:
+                version = request.headers.get(VERSION_HEADER)
+                if version is not None and version != MODERN_VERSION:
                     return _modern_error(None, unsupported_version(version))
                 return Response(status_code=202)
             return await self._modern(request, cast("RequestId", request_id), method, params)

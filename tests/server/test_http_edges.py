@@ -317,8 +317,10 @@ def test_a_modern_header_routes_to_the_envelope_ladder(server: HttpServer) -> No
 def test_a_modern_notification_is_acknowledged_and_dropped(server: HttpServer) -> None:
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "m1"}}
     accepted = server.post(cancel, headers=modern_headers("notifications/cancelled"))
+    enveloped = server.post({**cancel, "params": modern_params({"requestId": "m1"})})
     unsupported = server.post(cancel, headers=modern_headers("notifications/cancelled", version="2099-01-01"))
     assert (accepted.status, accepted.body) == (202, b"")
+    assert (enveloped.status, enveloped.body) == (202, b"")
     data = {"supported": ["2026-07-28"], "requested": "2099-01-01"}
     error = {"code": -32022, "message": "Unsupported protocol version", "data": data}
     assert (unsupported.status, unsupported.json()) == (400, {"jsonrpc": "2.0", "id": None, "error": error})
