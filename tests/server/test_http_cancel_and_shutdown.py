@@ -1,6 +1,6 @@
 """Over Streamable HTTP: a call the client cancels is answered nothing and its child is torn down (a session's
-``notifications/cancelled``; at 2026-07-28, dropping the response stream), and SIGTERM with a call in flight ends
-``serve`` cleanly: exit 0, the call's stream ends with no response, and no process survives."""
+``notifications/cancelled`` or ``DELETE``; at 2026-07-28, dropping the response stream), and SIGTERM with a call in
+flight ends ``serve`` cleanly: exit 0, the call's stream ends with no response, and no process survives."""
 
 from __future__ import annotations
 
@@ -58,6 +58,23 @@ def test_a_session_call_cancelled_by_notification_is_answered_nothing(tmp_path: 
     assert (accepted.status, accepted.body) == (202, b"")
     assert sse_messages(body) == []
     assert (after.status, after.json()) == (200, {"jsonrpc": "2.0", "id": 6, "result": {}})
+
+
+def test_delete_ends_the_sessions_calls_unanswered(tmp_path: Path) -> None:
+    with HttpServer.open(hanging_config(tmp_path)) as server:
+        session_id = server.initialize()
+        headers = [("Mcp-Session-Id", session_id)]
+        connection = server.connect()
+        try:
+            stream = server.send(connection, "POST", call_message(5), headers=headers)
+            agent, grandchild = wait_until_running(tmp_path)
+            deleted = server.exchange("DELETE", headers=headers)
+            body = stream.read()
+        finally:
+            connection.close()
+        wait_for(lambda: is_gone(agent) and is_gone(grandchild), _TEARDOWN_BOUND_S, "the child tree to end")
+    assert (deleted.status, deleted.body) == (200, b"")
+    assert sse_messages(body) == []
 
 
 def test_a_modern_call_whose_stream_is_dropped_is_cancelled(tmp_path: Path) -> None:

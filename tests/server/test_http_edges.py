@@ -278,8 +278,10 @@ def test_a_base64_mcp_name_is_decoded_and_the_call_streams_its_answer(server: Ht
     assert message["id"] == "m1" and message["result"]["content"] == [{"type": "text", "text": "over http"}]
 
 
-def test_a_modern_header_routes_to_the_envelope_ladder(server: HttpServer) -> None:
+def test_a_modern_header_routes_to_the_envelope_ladder(server: HttpServer, session_id: str) -> None:
     no_envelope = server.post(ping(), headers=modern_headers("ping"))
+    # In a session too: a version the handshake era does not serve is never answered as one (the spec's 400).
+    unserved = server.post(ping(), headers=[*in_session(session_id), ("MCP-Protocol-Version", "garbage")])
     unsupported = server.post(
         modern_request("tools/list", version="2099-01-01"), headers=modern_headers("tools/list", version="2099-01-01")
     )
@@ -293,6 +295,7 @@ def test_a_modern_header_routes_to_the_envelope_ladder(server: HttpServer) -> No
         400,
         {"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": envelope_message}},
     )
+    assert (unserved.status, unserved.json()["error"]["code"]) == (400, -32602)
     data = {"supported": ["2026-07-28"], "requested": "2099-01-01"}
     assert (unsupported.status, unsupported.json()) == (
         400,
