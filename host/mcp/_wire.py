@@ -55,7 +55,8 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
-HEADER_MISMATCH: Final = -32001
+HEADER_MISMATCH: Final = -32020
+"""``HeaderMismatch`` (2026-07-28 Streamable HTTP): a routing header disagrees with the body, or is missing."""
 
 Era: TypeAlias = Literal["modern", "handshake"]
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]

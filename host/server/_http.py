@@ -5,7 +5,7 @@ would otherwise have them re-raised at exit). With a token, every HTTP request m
 ``Authorization: Bearer <token>`` (compared in constant time); any other gets 401 before it reaches the endpoint.
 Bound to a loopback address, the endpoint refuses DNS rebinding as the MCP SDK's server does: a ``Host`` header that
 is not a loopback name gets 421, an ``Origin`` that is not a loopback origin gets 403. A ``POST`` must be
-``application/json`` (else 400).
+``application/json`` (else 400). Each refusal's body is a JSON-RPC error with ``id: null`` (``_http_ladder``).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Final
 import anyio
 import uvicorn
 from starlette.applications import Starlette
-from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from host.mcp import McpServer
+from host.server._http_ladder import refusal
 from host.server._http_mcp import McpEndpoint
 from host.server._options import ServeOptions, is_loopback
 from host.server._stopper import Stopper
@@ -76,17 +76,17 @@ class _RequestChecks:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             headers = {name.lower(): value.decode("latin-1") for name, value in scope["headers"]}
-            refusal: Response | None = None
+            refused: tuple[int, str] | None = None
             if scope["method"] == "POST" and not headers.get(b"content-type", "").lower().startswith(
                 "application/json"
             ):
-                refusal = Response("Invalid Content-Type header", status_code=400)
+                refused = (400, "Invalid Content-Type header")
             elif self._loopback and not _loopback_name(headers.get(b"host", ""), ""):
-                refusal = Response("Invalid Host header", status_code=421)
+                refused = (421, "Invalid Host header")
             elif self._loopback and headers.get(b"origin") and not _loopback_name(headers[b"origin"], "http://"):
-                refusal = Response("Invalid Origin header", status_code=403)
-            if refusal is not None:
-                await refusal(scope, receive, send)
+                refused = (403, "Invalid Origin header")
+            if refused is not None:
+                await refusal(*refused)(scope, receive, send)
                 return
         await self._app(scope, receive, send)
 
@@ -111,7 +111,7 @@ async def serve_http(server: McpServer, options: ServeOptions, stopper: Stopper)
     try:
         async with anyio.create_task_group() as calls:
             endpoint = McpEndpoint(server, calls)
-            routes = [Route(MCP_PATH, endpoint.handle, methods=["GET", "POST", "DELETE"])]
+            routes = [Route(MCP_PATH, endpoint)]  # an ASGI app: every HTTP method reaches it
             app: ASGIApp = _RequestChecks(Starlette(routes=routes), loopback=is_loopback(host))
             if options.auth_token is not None:
                 app = _BearerAuth(app, options.auth_token)
