@@ -51,7 +51,7 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
     by_name = {tool["name"]: tool for tool in tools}
     assert by_name["delegate_dsh_sdk"]["description"] == "The DSH child. " + USAGE_TEXT
     default = by_name["delegate_acp"]["description"]
-    assert "ACP agent" in default and "python" in default and PYTHON not in default
+    assert "ACP agent (acp)" in default and PYTHON not in default  # the entry is named, never the command
     assert set(by_name["delegate_acp"]["parameters"]["properties"]) == {"task", "label", "run_in_background"}
     assert by_name["delegate_acp"]["parameters"]["required"] == ["task"]
 
