@@ -36,6 +36,8 @@ _ERROR_PATH: Final = re.compile(
 class ApplyOutcome:
     """What applying (or checking) a run's patch found."""
 
+    repo: str
+    """The top of the working tree the patch was (or would be) applied to."""
     applied: bool
     """Whether the working tree was written (never with ``check_only`` or a conflict)."""
     conflicts: list[str]
@@ -99,7 +101,7 @@ async def apply_patch(
         if applied.returncode != 0 and not conflicts:
             conflicts = _failed_paths(applied.stderr, files)
         if conflicts or check_only:
-            return ApplyOutcome(applied=False, conflicts=conflicts, files=files)
+            return ApplyOutcome(repo=top, applied=False, conflicts=conflicts, files=files)
         merged = (await git(["write-tree"], cwd=top, index_file=index)).stdout.decode("ascii").strip()
         diff = await git(["diff-tree", "-r", "-z", "--no-renames", "--name-status", current, merged], cwd=top)
         fields = diff.stdout.split(b"\0")
@@ -112,4 +114,4 @@ async def apply_patch(
             await git(
                 ["checkout-index", "-f", "-z", "--stdin"], cwd=top, index_file=index, stdin=b"\0".join(written) + b"\0"
             )
-    return ApplyOutcome(applied=True, conflicts=[], files=files)
+    return ApplyOutcome(repo=top, applied=True, conflicts=[], files=files)
