@@ -100,7 +100,7 @@ def fs_ops(*ops: Sequence[str]) -> str:
 
 
 def worktree_config(tmp_path: Path, repo: Path, entries: Mapping[str, Mapping[str, str]], **keys: Any) -> Path:
-    """A config with one fake-agent entry per name (its ``MOCK_*`` env), ``cwd`` = ``repo``, ``workspace = worktree``."""
+    """A config with one fake-agent entry per name (its ``MOCK_*`` env), ``cwd = repo``, ``workspace = worktree``."""
     tables: dict[str, dict[str, Any]] = {}
     for name, env in entries.items():
         tables[name] = {**acp_entry(**env), "cwd": str(repo), "workspace": "worktree", **keys}
