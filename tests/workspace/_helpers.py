@@ -54,7 +54,8 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
 
 
 def make_repo(path: Path) -> Path:
-    """A repository with one commit: ``a.txt`` (three lines), ``b.txt``, ``c.txt``, ``.gitignore`` (``.env``)."""
+    """A repository with one commit (``a.txt``: three lines, ``b.txt``, ``c.txt``, ``.gitignore``: ``.env``), a
+    second branch ``feature`` and one stash entry."""
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
     (path / "a.txt").write_text("one\ntwo\nthree\n")
@@ -63,6 +64,9 @@ def make_repo(path: Path) -> Path:
     (path / ".gitignore").write_text(".env\n")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "initial")
+    git(path, "branch", "feature")
+    (path / "c.txt").write_text("stashed work\n")
+    git(path, "stash", "push", "-q", "-m", "the user's stash")
     return path
 
 
