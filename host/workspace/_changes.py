@@ -72,35 +72,37 @@ def _decode(raw: bytes) -> str:
 
 
 async def read_changes(cwd: str, base_tree: str, tree: str, *, branch: str, base_commit: str) -> Changes:
-    """The per-file status and line counts of ``base_tree`` → ``tree`` (renames detected)."""
-    status = await git(["diff-tree", "-r", "-z", "-M", "--name-status", base_tree, tree], cwd=cwd)
-    numstat = await git(["diff-tree", "-r", "-z", "-M", "--numstat", base_tree, tree], cwd=cwd)
+    """The per-file status and line counts of ``base_tree`` → ``tree`` (renames detected), from one
+    ``diff-tree --raw --numstat -z``: every raw record first, then every numstat record, in the same order."""
+    result = await git(["diff-tree", "-r", "-z", "-M", "--raw", "--numstat", base_tree, tree], cwd=cwd)
+    fields = result.stdout.split(b"\0")
+    statuses: list[tuple[str, str]] = []
     counts: dict[str, tuple[int, int]] = {}
-    fields = numstat.stdout.split(b"\0")
     index = 0
     while index < len(fields) and fields[index]:
-        added, deleted, path = fields[index].split(b"\t", 2)
+        field = fields[index]
+        if field.startswith(b":"):
+            letter = field.rsplit(b" ", 1)[-1][:1].decode("ascii")
+            skip = 2 if letter in ("R", "C") else 1
+            statuses.append((letter, _decode(fields[index + skip])))
+            index += skip + 1
+            continue
+        added, deleted, path = field.split(b"\t", 2)
         if path == b"":  # a rename: "<a>\t<d>\t\0<old>\0<new>\0"
             path = fields[index + 2]
             index += 3
         else:
             index += 1
         counts[_decode(path)] = (int(added) if added != b"-" else 0, int(deleted) if deleted != b"-" else 0)
-    files: list[ChangedFile] = []
-    fields = status.stdout.split(b"\0")
-    index = 0
-    while index < len(fields) and fields[index]:
-        letter = fields[index][:1].decode("ascii")
-        if letter in ("R", "C"):
-            path = _decode(fields[index + 2])
-            index += 3
-        else:
-            path = _decode(fields[index + 1])
-            index += 2
-        insertions, deletions = counts.get(path, (0, 0))
-        files.append(
-            ChangedFile(path=path, status=_STATUS.get(letter, "modified"), insertions=insertions, deletions=deletions)
+    files = [
+        ChangedFile(
+            path=path,
+            status=_STATUS.get(letter, "modified"),
+            insertions=counts.get(path, (0, 0))[0],
+            deletions=counts.get(path, (0, 0))[1],
         )
+        for letter, path in statuses
+    ]
     return Changes(
         branch=branch,
         base=base_commit,

@@ -218,17 +218,17 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
     """
     cwd = workspace.path
     await git(["add", "-A", "--", "."], cwd=cwd)
-    tree = (await git(["write-tree"], cwd=cwd)).stdout.decode("ascii").strip()
-    head = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
-    head_tree = (await git(["rev-parse", "HEAD^{tree}"], cwd=cwd)).stdout.decode("ascii").strip()
-    final = head
-    if tree != head_tree:
-        message = _TURN_MESSAGE.format(run_id=run_id)
-        final = (await git(["commit-tree", tree, "-p", head, "-m", message], cwd=cwd)).stdout.decode().strip()
-    async with locks.hold(workspace.repo.common_dir):
-        if final != head:
-            await git(["update-ref", "-m", "subagent-host turn", "HEAD", final, head], cwd=cwd)
-        await git(["update-ref", "-m", "subagent-host turn", "refs/heads/" + workspace.branch, final], cwd=cwd)
+    # The worktree and its branch are ours: a plain commit (hooks off) writes the tree, the commit and the ref in
+    # one process; exit 1 is "nothing to commit" (the child committed everything itself, or changed nothing).
+    message = _TURN_MESSAGE.format(run_id=run_id)
+    committed = await git(["commit", "-q", "--no-verify", "--no-edit", "-m", message], cwd=cwd, check=False)
+    if committed.returncode != 0 and (await git(["diff", "--cached", "--quiet"], cwd=cwd, check=False)).returncode:
+        await _commit_plumbing(cwd, message)  # a commit that failed with something staged (e.g. a merge state)
+    facts = await git(["rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD"], cwd=cwd)
+    final, tree, head_ref = facts.stdout.decode("utf-8", "surrogateescape").split("\n")[:3]
+    if head_ref != "refs/heads/" + workspace.branch:  # the child moved HEAD off the run's branch
+        async with locks.hold(workspace.repo.common_dir):
+            await git(["update-ref", "-m", "subagent-host turn", "refs/heads/" + workspace.branch, final], cwd=cwd)
     workspace.changed = tree != workspace.baseline.tree
     if not workspace.changed:
         return None
@@ -244,6 +244,13 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
     )
     write_changes_file(runs_dir, run_id, workspace.repo.toplevel, changes)
     return changes
+
+
+async def _commit_plumbing(cwd: str, message: str) -> None:
+    tree = (await git(["write-tree"], cwd=cwd)).stdout.decode("ascii").strip()
+    head = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
+    commit = (await git(["commit-tree", tree, "-p", head, "-m", message], cwd=cwd)).stdout.decode("ascii").strip()
+    await git(["update-ref", "-m", "subagent-host turn", "HEAD", commit, head], cwd=cwd)
 
 
 async def remove_worktree(workspace: Workspace, locks: RepoLocks, *, keep_branch: bool) -> None:
