@@ -69,7 +69,7 @@ class Workspace:
     @property
     def cwd(self) -> str:
         """Where the child starts: the same subdirectory of the worktree as the parent's cwd in its tree."""
-        return os.path.join(self.path, self.repo.prefix) if self.repo.prefix else self.path
+        return os.path.normpath(os.path.join(self.path, self.repo.prefix)) if self.repo.prefix else self.path
 
 
 @dataclass(frozen=True, slots=True)
