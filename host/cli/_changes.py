@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 
@@ -19,7 +19,7 @@ from host.cli._support import JSON_SCHEMA_VERSION, json_line
 from host.tools import ChangesApplyValue, apply_text, apply_value
 from host.workspace import Workspaces, patch_path
 
-__all__ = ["apply_run", "delete_pruned_branches", "reclaim_worktrees_now", "show_patch"]
+__all__ = ["apply_run", "changes_lines", "delete_pruned_branches", "reclaim_worktrees_now", "show_patch"]
 
 _EXIT_OK: Final = 0
 _EXIT_FAILED: Final = 1
@@ -51,6 +51,21 @@ def _resolve(state_dir: Path, prefix: str) -> str:
     if not matches:
         raise LookupError(_NO_PATCH.format(prefix=neutralise(prefix)))
     raise LookupError(_AMBIGUOUS.format(prefix=neutralise(prefix), listed=", ".join(matches)))
+
+
+def changes_lines(data: dict[str, Any]) -> list[str]:
+    """``runs show``'s lines for a ``changes`` record: the summary, then one neutralised line per file."""
+    files: object = data.get("files")
+    if not isinstance(files, list) or not files:
+        return []
+    items = [cast("dict[str, object]", item) for item in cast("list[object]", files) if isinstance(item, dict)]
+    branch = neutralise(str(data.get("branch", "-")))
+    lines = [f"changes: {len(items)} file(s), +{data.get('insertions', 0)} -{data.get('deletions', 0)} on {branch}"]
+    for entry in items:
+        path = neutralise(str(entry.get("path", "-"))).replace("\n", "\\n").replace("\t", "\\t")
+        counts = f"+{entry.get('insertions', 0)} -{entry.get('deletions', 0)}"
+        lines.append(f"  {entry.get('status', '-')} {path} ({counts})")
+    return lines
 
 
 def show_patch(state_dir: Path, prefix: str) -> int:

@@ -16,7 +16,7 @@ from typing import Any, Final, cast
 import pydantic
 
 from host._exceptions import ConfigError
-from host.cli._changes import apply_run, delete_pruned_branches, reclaim_worktrees_now, show_patch
+from host.cli._changes import apply_run, changes_lines, delete_pruned_branches, reclaim_worktrees_now, show_patch
 from host.cli._render import STOPPED_MARKER, THINKING_HEADER, duration_text, neutralise, tool_line
 from host.cli._select import config_error_text
 from host.cli._support import JSON_SCHEMA_VERSION, RecordedSignals, json_line
@@ -164,6 +164,7 @@ def _transcript_lines(run: StoredRun) -> list[str]:
     diagnostic = end.get("diagnostic")
     if isinstance(diagnostic, str):
         lines.append(f"diagnostic: {neutralise(diagnostic)}")
+    lines += changes_lines(_data_of(run.records, "changes"))
     lines += ["", "prompt:", neutralise(prompt_text(_data_of(run.records, "prompt").get("content"))), ""]
     message = _data_of(run.records, "assistant/message")
     if message:
