@@ -53,7 +53,12 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
     assert by_name["delegate_dsh_sdk"]["description"] == "The DSH child. " + USAGE_TEXT
     default = by_name["delegate_acp"]["description"]
     assert "ACP agent" in default and "python" in default and PYTHON not in default
-    assert set(by_name["delegate_acp"]["parameters"]["properties"]) == {"task", "label", "run_in_background", "workspace"}
+    assert set(by_name["delegate_acp"]["parameters"]["properties"]) == {
+        "task",
+        "label",
+        "run_in_background",
+        "workspace",
+    }
     assert by_name["delegate_acp"]["parameters"]["required"] == ["task"]
 
 

@@ -17,7 +17,7 @@ from typing import Final, Protocol, runtime_checkable
 
 import anyio
 
-from host._exceptions import ConfigError, WorkspaceError
+from host._exceptions import ConfigError, StartAbortedError, WorkspaceError
 from host.config import EntryConfig
 from host.diagnostics import AcpFailureFacts, SubagentResult, acp_diagnostic, sdk_failure_line
 from host.process import ProcessOutcome, build_child_env
@@ -35,6 +35,10 @@ AFTER_TURN_TIMEOUT_S: Final = 600.0
 """Bounds recording one turn's delta (add, commit, patch, counts) when the awaiting task is cancelled."""
 RECLAIM_TIMEOUT_S: Final = 120.0
 """Bounds the reclaim of dead hosts' worktrees when a host opens."""
+_ABORTED: Final[dict[str, str]] = {
+    "acp": "subagent request was aborted before the ACP child started",
+    "dsh-sdk": "subagent request was aborted before the SDK child started",
+}
 _PREFIXES: Final[dict[str, str]] = {"acp": "subagent-acp", "dsh-sdk": "subagent-dsh-sdk"}
 
 
@@ -104,19 +108,37 @@ class WorkspaceProvider:
         except ConfigError:
             return await self._inner.start(request)  # raises the kind's own configuration failure
         run_id = request.run_id or new_run_id()
-        workspace = await self._workspaces.acquire(cwd, run_id, max_baseline_bytes=entry.max_baseline_bytes)
+        box: list[Workspace] = []
+        setup_ok = True
         try:
-            if entry.setup is not None:
-                env = build_child_env(entry.env, inherit=entry.inherit_env)
-                setup = await self._workspaces.setup(workspace, entry.setup, env=env, timeout_ms=entry.setup_timeout_ms)
-                if not setup.ok:
-                    await self._workspaces.release(workspace, keep_branch=False)
-                    return _SetupFailedRun(run_id, entry, request.on_frame, workspace.setup_output)
+            # The caller's cancel stops the preparation (git and setup are killed; nothing is left behind).
+            with anyio.CancelScope() as scope:
+                remove = request.signal.add_listener(lambda _signal: scope.cancel())
+                try:
+                    box.append(await self._workspaces.acquire(cwd, run_id, max_baseline_bytes=entry.max_baseline_bytes))
+                    setup_ok = await self._run_setup(box[0])
+                finally:
+                    remove()
+            if scope.cancel_called:
+                raise StartAbortedError(_ABORTED[entry.kind])
+            workspace = box[0]
+            if not setup_ok:
+                await self._workspaces.release(workspace, keep_branch=False)
+                return _SetupFailedRun(run_id, entry, request.on_frame, workspace.setup_output)
             run = await self._inner.start(dataclasses.replace(request, run_id=run_id, cwd=workspace.cwd))
         except BaseException:
-            await self._workspaces.release(workspace, keep_branch=False)
+            if box:
+                await self._workspaces.release(box[0], keep_branch=False)
             raise
         return _WorktreeRun(run, workspace, self._workspaces, request.on_frame)
+
+    async def _run_setup(self, workspace: Workspace) -> bool:
+        entry = self._entry
+        if entry.setup is None:
+            return True
+        env = build_child_env(entry.env, inherit=entry.inherit_env)
+        outcome = await self._workspaces.setup(workspace, entry.setup, env=env, timeout_ms=entry.setup_timeout_ms)
+        return outcome.ok
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -224,26 +224,38 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
     committed = await git(["commit", "-q", "--no-verify", "--no-edit", "-m", message], cwd=cwd, check=False)
     if committed.returncode != 0 and (await git(["diff", "--cached", "--quiet"], cwd=cwd, check=False)).returncode:
         await _commit_plumbing(cwd, message)  # a commit that failed with something staged (e.g. a merge state)
-    facts = await git(["rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD"], cwd=cwd)
-    final, tree, head_ref = facts.stdout.decode("utf-8", "surrogateescape").split("\n")[:3]
-    if head_ref != "refs/heads/" + workspace.branch:  # the child moved HEAD off the run's branch
+    if _head_ref(cwd) != "ref: refs/heads/" + workspace.branch:  # the child moved HEAD off the run's branch
+        final = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
         async with locks.hold(workspace.repo.common_dir):
             await git(["update-ref", "-m", "subagent-host turn", "refs/heads/" + workspace.branch, final], cwd=cwd)
-    workspace.changed = tree != workspace.baseline.tree
+    changes = await read_changes(
+        cwd, workspace.baseline.tree, "HEAD", branch=workspace.branch, base_commit=workspace.baseline.commit
+    )
+    workspace.changed = bool(changes.files)
     if not workspace.changed:
         return None
     fd = open_patch_file(runs_dir, run_id)
     try:
         await git(
-            ["diff-tree", "-p", "--binary", "--full-index", "-M", workspace.baseline.tree, tree], cwd=cwd, stdout_fd=fd
+            ["diff-tree", "-p", "--binary", "--full-index", "-M", workspace.baseline.tree, "HEAD"],
+            cwd=cwd,
+            stdout_fd=fd,
         )
     finally:
         os.close(fd)
-    changes = await read_changes(
-        cwd, workspace.baseline.tree, tree, branch=workspace.branch, base_commit=workspace.baseline.commit
-    )
     write_changes_file(runs_dir, run_id, workspace.repo.toplevel, changes)
     return changes
+
+
+def _head_ref(worktree: str) -> str:
+    """The worktree's HEAD file as it is (``ref: refs/heads/<branch>``, or a commit id when detached)."""
+    try:
+        with open(os.path.join(worktree, ".git"), encoding="utf-8") as dotgit:
+            admin = dotgit.read().removeprefix("gitdir:").strip()
+        with open(os.path.join(worktree, admin, "HEAD"), encoding="utf-8") as head:
+            return head.read().strip()
+    except OSError:
+        return ""
 
 
 async def _commit_plumbing(cwd: str, message: str) -> None:
