@@ -218,12 +218,14 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
     """
     cwd = workspace.path
     await git(["add", "-A", "--", "."], cwd=cwd)
-    # The worktree and its branch are ours: a plain commit (hooks off) writes the tree, the commit and the ref in
-    # one process; exit 1 is "nothing to commit" (the child committed everything itself, or changed nothing).
-    message = _TURN_MESSAGE.format(run_id=run_id)
-    committed = await git(["commit", "-q", "--no-verify", "--no-edit", "-m", message], cwd=cwd, check=False)
-    if committed.returncode != 0 and (await git(["diff", "--cached", "--quiet"], cwd=cwd, check=False)).returncode:
-        await _commit_plumbing(cwd, message)  # a commit that failed with something staged (e.g. a merge state)
+    # Plumbing, not `git commit`: commit re-reads and refreshes the whole index (as costly as `add -A` on a large
+    # tree, bench/worktree.py); write-tree + commit-tree + update-ref write only the new objects and the ref.
+    tree = (await git(["write-tree"], cwd=cwd)).stdout.decode("ascii").strip()
+    head_tree = (await git(["rev-parse", "HEAD^{tree}"], cwd=cwd)).stdout.decode("ascii").strip()
+    if tree != head_tree:  # else the child committed everything itself, or changed nothing
+        message = _TURN_MESSAGE.format(run_id=run_id)
+        commit = (await git(["commit-tree", tree, "-p", "HEAD", "-m", message], cwd=cwd)).stdout.decode().strip()
+        await git(["update-ref", "-m", "subagent-host turn", "HEAD", commit], cwd=cwd)
     if _head_ref(cwd) != "ref: refs/heads/" + workspace.branch:  # the child moved HEAD off the run's branch
         final = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
         async with locks.hold(workspace.repo.common_dir):
@@ -256,13 +258,6 @@ def _head_ref(worktree: str) -> str:
             return head.read().strip()
     except OSError:
         return ""
-
-
-async def _commit_plumbing(cwd: str, message: str) -> None:
-    tree = (await git(["write-tree"], cwd=cwd)).stdout.decode("ascii").strip()
-    head = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
-    commit = (await git(["commit-tree", tree, "-p", head, "-m", message], cwd=cwd)).stdout.decode("ascii").strip()
-    await git(["update-ref", "-m", "subagent-host turn", "HEAD", commit, head], cwd=cwd)
 
 
 async def remove_worktree(workspace: Workspace, locks: RepoLocks, *, keep_branch: bool) -> None:

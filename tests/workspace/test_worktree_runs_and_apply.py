@@ -165,3 +165,22 @@ async def test_a_run_without_changes_leaves_no_worktree_no_branch_and_no_line(tm
     assert our_branches(repo) == [] and worktree_paths(repo) == [str(repo)]
     assert list((state / "worktrees").glob("[!.]*")) == []
     assert not list((state / "runs").glob("*.patch"))
+
+
+async def test_runs_prune_deletes_the_branches_and_patches_of_the_runs_it_removes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    config = worktree_config(tmp_path, repo, {"child": {"MOCK_FS_OPS": fs_ops(["write", "new.txt", "n\n"])}})
+    state = tmp_path / "state"
+    run_ids: list[str] = []
+    for _ in range(2):
+        done = await host_cli("run", "--config", str(config), "--state-dir", str(state), "--json", "go", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        run_ids.append(_json(done.stdout)["run_id"])
+    assert sorted(our_branches(repo)) == sorted(f"subagent-host/{run_id}" for run_id in run_ids)
+    pruned = await host_cli("runs", "prune", "--keep", "1", "--state-dir", str(state), cwd=tmp_path)
+    assert pruned.returncode == 0, pruned.stderr
+    older, newer = run_ids
+    assert our_branches(repo) == [f"subagent-host/{newer}"]
+    assert not (state / "runs" / f"{older}.patch").exists()
+    assert not (state / "runs" / f"{older}.changes.json").exists()
+    assert (state / "runs" / f"{newer}.patch").is_file()
