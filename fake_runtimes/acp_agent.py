@@ -11,11 +11,13 @@ SIGTERM-handler exits.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import select
 import signal
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -79,6 +81,28 @@ def _append_line(path: str, line: str) -> None:
 def _stay_alive_forever() -> NoReturn:
     while True:
         signal.pause()
+
+
+def apply_fs_ops(ops: list[list[str]]) -> None:
+    """Edit files in the cwd, in order: ``["write", path, text]``, ``["write_bytes", path, hex]``, ``["delete",
+    path]``, ``["rename", old, new]``, ``["commit", message]`` (``git add -A`` + ``git commit`` in the cwd)."""
+    for op in ops:
+        verb, *args = op
+        if verb == "write":
+            os.makedirs(os.path.dirname(args[0]) or ".", exist_ok=True)
+            with open(args[0], "w", encoding="utf-8") as file:
+                file.write(args[1])
+        elif verb == "write_bytes":
+            with open(args[0], "wb") as file:
+                file.write(bytes.fromhex(args[1]))
+        elif verb == "delete":
+            os.unlink(args[0])
+        elif verb == "rename":
+            os.rename(args[0], args[1])
+        elif verb == "commit":
+            identity = ["-c", "user.name=fake", "-c", "user.email=fake@localhost", "-c", "commit.gpgSign=false"]
+            subprocess.run(["git", "add", "-A"], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(["git", *identity, "commit", "-q", "-m", args[0]], check=True, stdout=subprocess.DEVNULL)
 
 
 @dataclass(slots=True)
@@ -274,6 +298,9 @@ class _Agent:
         for number in range(1, streamed + 1):  # a slow stream: one chunk per MOCK_STREAM_DELAY_MS, before the answer
             time.sleep(int(_env("MOCK_STREAM_DELAY_MS") or 0) / 1000)
             self.update(sid, _chunk("agent_message_chunk", f"streamed chunk {number}\n"))
+        fs_ops = _env("MOCK_FS_OPS")
+        if fs_ops:
+            apply_fs_ops(json.loads(fs_ops))
         self.update(sid, _chunk("agent_message_chunk", self.answer_text(prompt_text, probe_text)))
         if _flag("MOCK_CRASH_AFTER_CHUNK"):
             os._exit(EXIT_CRASH_AFTER_CHUNK)  # every write went straight to the fd: nothing left to flush

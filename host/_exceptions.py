@@ -13,6 +13,7 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
     │   └── SdkRunFailure                  prefix ``subagent-dsh-sdk``
     ├── AggregateError                     .errors (tuple); str() is exactly its message
     ├── SubagentRunError                   the foreground text of a non-completed run
+    ├── WorkspaceError                     a git worktree workspace could not be made, read or applied (.kind)
     ├── ChildError                         raw, host-only: a child process or its connection failed
     │   ├── ProcessTreeSurvivedError       the tree outlived SIGKILL + grace
     │   ├── ConnectionClosedError          the connection ended (EOF, a cut, a local close) with a request pending
@@ -72,6 +73,7 @@ __all__ = [
     "TransportClosedError",
     "UnsetHostVariableError",
     "UnsupportedCapabilityError",
+    "WorkspaceError",
     "as_response_error",
     "describe_error",
     "map_exceptions",
@@ -137,6 +139,16 @@ class AggregateError(SubagentHostError):
 
 class SubagentRunError(SubagentHostError):
     """The foreground delegation text of a run that did not complete."""
+
+
+class WorkspaceError(SubagentHostError):
+    """A ``worktree`` workspace failed; the message is host-built (paths the operator gave, sizes, versions) and
+    ``kind`` names the failure from a closed set (``host.workspace.WorkspaceErrorKind``). Raw git text rides on
+    ``__cause__`` only."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ChildError(SubagentHostError):

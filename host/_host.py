@@ -26,6 +26,7 @@ from host.diagnostics import JobOutcome
 from host.process import hold_keeper, release_keeper, term_grace
 from host.records import RecordObserver, RunRecording, resolve_state_dir
 from host.run._contracts import Provider
+from host.run._workspace import WorkspaceProvider, reclaim_worktrees
 from host.tools import (
     JobDoneListener,
     JobRunner,
@@ -35,10 +36,12 @@ from host.tools import (
     ToolRegistry,
     ToolResult,
     ToolRunContext,
+    create_changes_apply_tool,
     create_delegation_tool,
     create_job_tools,
     install_timeout_policy,
 )
+from host.workspace import Workspaces
 
 __all__ = ["CALLS_CLOSE_TIMEOUT_S", "HOST_CLOSED_REASON", "Host"]
 
@@ -61,7 +64,9 @@ class _ClosableProvider(Provider, Protocol):
         ...
 
 
-def _create_provider(entry: EntryConfig, task_group: TaskGroup, recording: RunRecording | None) -> _ClosableProvider:
+def _create_provider(
+    entry: EntryConfig, task_group: TaskGroup, recording: RunRecording | None, workspaces: Workspaces
+) -> _ClosableProvider:
     # A provider package is imported only once an entry of its kind is configured (the command line's cold start).
     provider: _ClosableProvider
     if entry.kind == "acp":
@@ -72,6 +77,8 @@ def _create_provider(entry: EntryConfig, task_group: TaskGroup, recording: RunRe
         from host.sdk_provider import DshSdkProvider
 
         provider = DshSdkProvider(entry, task_group=task_group)
+    # Worktree runs are composed inside the recording, so a setup failure and the changes event are recorded too.
+    provider = WorkspaceProvider(provider, entry, workspaces)
     return recording.wrap(provider, entry) if recording is not None else provider
 
 
@@ -85,9 +92,11 @@ class Host:
         parent_cwd_of: ParentCwdOf,
         *,
         recording: RunRecording | None = None,
+        workspaces: Workspaces | None = None,
     ) -> None:
         """Build the providers and the registry (use ``Host.open``, which also owns the task group and the close)."""
         self._config = config
+        self._workspaces = workspaces if workspaces is not None else Workspaces(resolve_state_dir())
         self._recording = recording
         self._closed = False
         self._calls: dict[int, CancelController] = {}
@@ -103,7 +112,7 @@ class Host:
         )
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():
-            self._providers[name] = _create_provider(entry, task_group, recording)
+            self._providers[name] = _create_provider(entry, task_group, recording, self._workspaces)
         registry = ToolRegistry()
         # First, so its budget is the outermost wrapper and covers everything inside
         # (docs/behaviour.md#registry-timeout-policy).
@@ -123,6 +132,7 @@ class Host:
             )
         for definition in create_job_tools(self._live_jobs).values():
             self._unregister.append(registry.register(definition))
+        self._unregister.append(registry.register(create_changes_apply_tool(self._workspaces)))
         self._registry = registry
 
     @classmethod
@@ -162,13 +172,16 @@ class Host:
             if state_dir is not None or on_record is not None
             else None
         )
+        workspaces = Workspaces(resolve_state_dir(state_dir))
+        # Worktrees left locked by a host that died are salvaged (delta kept as patch + branch) and removed.
+        await reclaim_worktrees(workspaces)
         # While a host is open its children are enrolled with the keeper, which ends them if this process dies.
         hold_keeper()
         try:
             async with anyio.create_task_group() as task_group:
                 if recording is not None:
                     task_group.start_soon(recording.run_flusher, name="run record flusher")
-                host = cls(config, task_group, parent_cwd_of, recording=recording)
+                host = cls(config, task_group, parent_cwd_of, recording=recording, workspaces=workspaces)
                 try:
                     yield host
                 finally:

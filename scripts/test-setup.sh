@@ -52,3 +52,13 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq
     apt-get install -y -qq chromium >/dev/null
 fi
+
+# git 2.36 or newer (`worktree add --lock --reason`): tests/workspace/ and tests/server/test_serve_worktree_changes.py
+# drive real repositories. Debian's git, only when git is missing or older; root, or sudo without a prompt.
+git_version="$(git --version 2>/dev/null | sed -nE 's/^git version ([0-9]+)\.([0-9]+).*/\1 \2/p' || true)"
+if [ -z "$git_version" ] || [ "$(printf '%s\n' "$git_version" "2 36" | sort -k1,1n -k2,2n | head -n1)" != "2 36" ]; then
+    as_root=()
+    if [ "$(id -u)" -ne 0 ]; then as_root=(sudo -n); fi
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null
+fi

@@ -13,6 +13,7 @@ __all__ = [
     "PROVIDERS_EPILOG",
     "RUNS_EPILOG",
     "RUNS_LIST_EPILOG",
+    "RUNS_APPLY_EPILOG",
     "RUNS_PRUNE_EPILOG",
     "RUNS_SHOW_EPILOG",
     "RUN_EPILOG",
@@ -105,6 +106,16 @@ exit status:
     + _SIGNALS
     + """: --follow stopped following (the run itself goes on)
   141  --follow: stdout was closed or broken
+
+"""
+    + _STATE_DIR
+)
+RUNS_APPLY_EPILOG: Final = (
+    """\
+exit status:
+  0  applied (--check: it applies)
+  1  no kept changes match RUN_ID, or several do; or a conflict (nothing was applied; the paths are listed)
+  2  usage or configuration error
 
 """
     + _STATE_DIR

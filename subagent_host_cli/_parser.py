@@ -16,6 +16,7 @@ from subagent_host_cli._help import (
     CHECK_EPILOG,
     PROVIDERS_EPILOG,
     RUN_EPILOG,
+    RUNS_APPLY_EPILOG,
     RUNS_EPILOG,
     RUNS_LIST_EPILOG,
     RUNS_PRUNE_EPILOG,
@@ -160,6 +161,12 @@ def _build(version: str) -> argparse.ArgumentParser:
     run.add_argument("--cwd", metavar="DIR", help="the parent workspace the child works in (default: .)")
     run.add_argument("--permission", choices=("allow", "reject"), help="override the ACP entry's permission policy")
     run.add_argument("--timeout-ms", metavar="N", type=_positive_ms, help="override the entry's timeout_ms")
+    run.add_argument(
+        "--workspace",
+        choices=("shared", "worktree"),
+        help="override the entry's workspace: worktree runs the child in a git worktree of its own and keeps its "
+        "changes as a branch and a patch (runs apply RUN_ID applies them)",
+    )
     run.add_argument("--file", metavar="PATH", help="read the task from a UTF-8 file")
     run.add_argument(
         "--stream-json",
@@ -246,11 +253,27 @@ def _add_runs(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse
     show.add_argument(
         "--follow", action="store_true", help="render the run as it is written and exit at its run/end (Ctrl-C stops)"
     )
+    show.add_argument("--patch", action="store_true", help="print the binary patch of a worktree run's changes")
     _add_state_dir(show)
+    apply = actions.add_parser(
+        "apply",
+        help="apply a worktree run's changes to its repository's working tree",
+        description="Apply a worktree run's kept changes to the current working tree of the repository it ran in, "
+        "with a three-way merge. All or nothing: on any conflict nothing is written and the conflicting paths are "
+        "listed (exit 1). The index, HEAD, branches and stash are never written.",
+        epilog=RUNS_APPLY_EPILOG,
+        formatter_class=formatter,
+    )
+    apply.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
+    apply.add_argument("--check", action="store_true", help="only report whether the changes apply; write nothing")
+    apply.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_state_dir(apply)
     prune = actions.add_parser(
         "prune",
         help="remove all but the newest runs (never one in progress)",
-        description="Remove all but the newest N recorded runs; a run still in progress is never removed.",
+        description="Remove all but the newest N recorded runs, with the patches and subagent-host/* branches of "
+        "their worktree changes; a run still in progress is never removed. Worktrees left locked by a host that "
+        "died are reclaimed first (their changes kept as a patch and a branch).",
         epilog=RUNS_PRUNE_EPILOG,
         formatter_class=formatter,
     )

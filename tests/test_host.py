@@ -45,6 +45,7 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
         "job_output",
         "job_list",
         "job_kill",
+        "changes_apply",
     ]
     assert [(name, provider.kind) for name, provider in providers.items()] == [("acp", "acp"), ("dsh-sdk", "dsh-sdk")]
     assert all(set(tool) == {"name", "description", "parameters"} for tool in tools)
@@ -52,7 +53,12 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
     assert by_name["delegate_dsh_sdk"]["description"] == "The DSH child. " + USAGE_TEXT
     default = by_name["delegate_acp"]["description"]
     assert "ACP agent (acp)" in default and PYTHON not in default  # the entry is named, never the command
-    assert set(by_name["delegate_acp"]["parameters"]["properties"]) == {"task", "label", "run_in_background"}
+    assert set(by_name["delegate_acp"]["parameters"]["properties"]) == {
+        "task",
+        "label",
+        "run_in_background",
+        "workspace",
+    }
     assert by_name["delegate_acp"]["parameters"]["required"] == ["task"]
 
 

@@ -88,7 +88,7 @@ class AcpRun:
         self._conn: AcpConnection | None = None
         self._lifecycle: RunLifecycle[StartupFailure] = RunLifecycle(
             request,
-            run_id=new_run_id(),
+            run_id=request.run_id or new_run_id(),
             kind="acp",
             provider_name=provider_name,
             task_group=task_group,

@@ -78,6 +78,7 @@ class _Invocation:
     pieces: list[str] = field(default_factory=list[str])
     run_id: str | None = None
     result: SubagentResult | None = None
+    changes: dict[str, Any] | None = None
     received: signal.Signals | None = None
     printed: bool = False
 
@@ -87,6 +88,8 @@ class _Invocation:
     def on_frame(self, frame: StreamFrame) -> None:
         if isinstance(frame, EventFrame) and frame.event.type == "run/start":
             self.status.set_state("running")
+        if isinstance(frame, EventFrame) and frame.event.type == "changes":
+            self.changes = dict(frame.event.data)
         if not isinstance(frame, ChunkFrame):
             return
         if isinstance(frame.chunk, TextDelta):
@@ -149,6 +152,8 @@ class _Invocation:
             }
             if self.result.diagnostic:
                 obj["diagnostic"] = self.result.diagnostic
+            if self.changes is not None:
+                obj["changes"] = self.changes
             if error is not None and not _is_timeout(error) and self.result.stop_reason != "completed":
                 # The tool's failure only restates the run's outcome, which the object already carries.
                 error = None
@@ -199,7 +204,9 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
     try:
         config = load(args.config, output)
         provider = choose_provider(config, args.provider)
-        config, entry = with_overrides(config, provider, permission=args.permission, timeout_ms=args.timeout_ms)
+        config, entry = with_overrides(
+            config, provider, permission=args.permission, timeout_ms=args.timeout_ms, workspace=args.workspace
+        )
         parent_cwd = workspace(args.cwd)
     except ConfigError as exc:
         return usage_failure(output, config_error_text(exc), as_json=as_json)

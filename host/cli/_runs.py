@@ -16,6 +16,7 @@ from typing import Any, Final, cast
 import pydantic
 
 from host._exceptions import ConfigError
+from host.cli._changes import apply_run, changes_lines, delete_pruned_branches, reclaim_worktrees_now, show_patch
 from host.cli._render import STOPPED_MARKER, THINKING_HEADER, duration_text, neutralise, tool_line
 from host.cli._select import config_error_text
 from host.cli._support import JSON_SCHEMA_VERSION, RecordedSignals, json_line
@@ -61,7 +62,11 @@ def run_runs_command(args: argparse.Namespace, received: RecordedSignals) -> int
     if args.runs_command == "show":
         if args.follow:
             return _follow(state_dir, args.run_id, received)
+        if args.patch:
+            return show_patch(state_dir, args.run_id)
         return _show(state_dir, args.run_id, as_json=args.json, stderr=args.stderr)
+    if args.runs_command == "apply":
+        return apply_run(state_dir, args.run_id, check=args.check, as_json=args.json)
     return _prune(state_dir, args.keep, args.config)
 
 
@@ -131,7 +136,9 @@ def _prune(state_dir: Path, keep: int | None, config_path: str | None) -> int:
         except ConfigError as exc:
             _err(config_error_text(exc) + "\n")
             return _EXIT_USAGE
+    reclaim_worktrees_now(state_dir)
     outcome = prune_runs(state_dir, keep)
+    delete_pruned_branches(state_dir, outcome.removed)
     _out(f"removed {len(outcome.removed)} run(s)")
     if outcome.in_progress:
         _out(f"; kept {len(outcome.in_progress)} in progress")
@@ -157,6 +164,7 @@ def _transcript_lines(run: StoredRun) -> list[str]:
     diagnostic = end.get("diagnostic")
     if isinstance(diagnostic, str):
         lines.append(f"diagnostic: {neutralise(diagnostic)}")
+    lines += changes_lines(_data_of(run.records, "changes"))
     lines += ["", "prompt:", neutralise(prompt_text(_data_of(run.records, "prompt").get("content"))), ""]
     message = _data_of(run.records, "assistant/message")
     if message:

@@ -71,7 +71,12 @@ def choose_provider(config: HostConfig, requested: str | None) -> str:
 
 
 def with_overrides(
-    config: HostConfig, name: str, *, permission: str | None, timeout_ms: float | None
+    config: HostConfig,
+    name: str,
+    *,
+    permission: str | None,
+    timeout_ms: float | None,
+    workspace: str | None = None,
 ) -> tuple[HostConfig, EntryConfig]:
     """The config with only the entry ``name`` (resolved now) and the per-run overrides applied; ``[host]`` kept.
 
@@ -89,6 +94,8 @@ def with_overrides(
         update["permission"] = permission
     if timeout_ms is not None:
         update["timeout_ms"] = timeout_ms
+    if workspace is not None:
+        update["workspace"] = workspace
     if update:
         entry = entry.model_copy(update=update)
     # Only this entry; every [host] setting (keep_runs, the job bounds) stays as configured.

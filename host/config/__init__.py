@@ -26,6 +26,7 @@ from host.config._models import (
     InheritEnv,
     SdkEntryConfig,
     UnresolvedEntry,
+    WorkspaceMode,
     delegation_tool_name,
 )
 from host.config._rules import is_accessible_directory
@@ -48,6 +49,7 @@ __all__ = [
     "InheritEnv",
     "SdkEntryConfig",
     "UnresolvedEntry",
+    "WorkspaceMode",
     "delegation_tool_name",
     "is_accessible_directory",
     "load_config",

@@ -32,6 +32,9 @@ __all__ = [
     "EntryConfig",
     "HostConfig",
     "InheritEnv",
+    "MAX_BASELINE_BYTES",
+    "SETUP_TIMEOUT_MS",
+    "WorkspaceMode",
     "SdkEntryConfig",
     "UnresolvedEntry",
     "delegation_tool_name",
@@ -47,6 +50,13 @@ DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES: Final = 64 * 1024 * 1024
 """How many UTF-8 bytes of finished jobs' texts a host keeps unless ``[host] max_finished_job_output_bytes`` says."""
 
 _NOT_TOOL_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]")
+
+WorkspaceMode = Literal["shared", "worktree"]
+"""Where a child works: the parent's cwd itself, or a git worktree of it of its own (docs/behaviour.md#workspaces)."""
+SETUP_TIMEOUT_MS: Final = 300000.0
+"""The default ``setup_timeout_ms``: the bound of a worktree entry's ``setup`` command."""
+MAX_BASELINE_BYTES: Final = 1024**3
+"""The default ``max_baseline_bytes``: untracked content over 1 GiB refuses a worktree."""
 
 InheritEnv = Literal["scrubbed", "minimal"]
 """What a child inherits from the host environment: the scrubbed ambient environment, or only a short allowlist."""
@@ -101,6 +111,14 @@ class AcpEntryConfig(BaseModel):
     """Bounds the UTF-8 bytes of text a run keeps; past it the run ends ``error`` / ``output-limit``."""
     description: str | None = None
     """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
+    workspace: WorkspaceMode = "shared"
+    """``"worktree"``: every run works in a git worktree of its own (overridable per call)."""
+    setup: tuple[str, ...] | None = None
+    """An argv run in a new worktree before the child starts (never a shell string); ``None``: none."""
+    setup_timeout_ms: float = SETUP_TIMEOUT_MS
+    """The bound of ``setup``."""
+    max_baseline_bytes: int = MAX_BASELINE_BYTES
+    """Untracked content over this many bytes refuses a worktree."""
 
 
 class SdkEntryConfig(BaseModel):
@@ -142,6 +160,14 @@ class SdkEntryConfig(BaseModel):
     """Bounds the UTF-8 bytes of text a run keeps; past it the run ends ``error`` / ``output-limit``."""
     description: str | None = None
     """The description of this entry's delegation tool; ``None`` means a default naming kind and command."""
+    workspace: WorkspaceMode = "shared"
+    """``"worktree"``: every run works in a git worktree of its own (overridable per call)."""
+    setup: tuple[str, ...] | None = None
+    """An argv run in a new worktree before the child starts (never a shell string); ``None``: none."""
+    setup_timeout_ms: float = SETUP_TIMEOUT_MS
+    """The bound of ``setup``."""
+    max_baseline_bytes: int = MAX_BASELINE_BYTES
+    """Untracked content over this many bytes refuses a worktree."""
 
 
 EntryConfig = AcpEntryConfig | SdkEntryConfig

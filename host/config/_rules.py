@@ -14,8 +14,9 @@ from typing import Final, TypedDict, cast
 
 from host._exceptions import ConfigError, UnsetHostVariableError
 from host._json import MAX_SAFE_INTEGER
+from host.cancel import MAX_TIMER_DELAY_MS
 from host.config._env_refs import expand_env_references
-from host.config._models import InheritEnv
+from host.config._models import MAX_BASELINE_BYTES, SETUP_TIMEOUT_MS, InheritEnv, WorkspaceMode
 
 __all__ = [
     "SHARED_KEYS",
@@ -53,6 +54,10 @@ SHARED_KEYS: Final = frozenset(
         "timeout_ms",
         "max_output_bytes",
         "description",
+        "workspace",
+        "setup",
+        "setup_timeout_ms",
+        "max_baseline_bytes",
     }
 )
 """The keys both entry kinds accept; each kind adds its own."""
@@ -72,6 +77,10 @@ class Placement(TypedDict):
 
     cwd: str | None
     description: str | None
+    workspace: WorkspaceMode
+    setup: tuple[str, ...] | None
+    setup_timeout_ms: float
+    max_baseline_bytes: int
 
 
 def check_launch(
@@ -102,9 +111,32 @@ def check_inherit_env(table: Mapping[str, object], prefix: str) -> InheritEnv:
 
 
 def check_placement(table: Mapping[str, object], prefix: str, base_dir: str) -> Placement:
-    """The last steps of both kinds: ``cwd``, then ``description`` (docs/behaviour.md#results-foreground-tool)."""
+    """The last steps of both kinds: ``cwd``, ``description`` (docs/behaviour.md#results-foreground-tool), then
+    the workspace keys (docs/behaviour.md#workspaces)."""
     cwd = check_cwd(table, prefix, base_dir)
-    return Placement(cwd=cwd, description=check_description(table, prefix))
+    description = check_description(table, prefix)
+    workspace = table.get("workspace", "shared")
+    if workspace not in ("shared", "worktree"):
+        raise ConfigError(f'{prefix}workspace must be "shared" or "worktree"')
+    setup: tuple[str, ...] | None = None
+    if "setup" in table:
+        raw = table["setup"]
+        items = cast("list[object]", raw) if isinstance(raw, list | tuple) else None
+        if not items or not all(isinstance(item, str) and item for item in items):
+            raise ConfigError(
+                f"{prefix}setup must be a non-empty array of non-empty strings (an argv, never a shell string)"
+            )
+        setup = tuple(str(item) for item in items)
+    setup_timeout = check_positive_ms(table, "setup_timeout_ms", SETUP_TIMEOUT_MS, prefix, limit=MAX_TIMER_DELAY_MS)
+    max_baseline = check_positive_safe_integer(table, "max_baseline_bytes", prefix)
+    return Placement(
+        cwd=cwd,
+        description=description,
+        workspace="worktree" if workspace == "worktree" else "shared",
+        setup=setup,
+        setup_timeout_ms=setup_timeout,
+        max_baseline_bytes=MAX_BASELINE_BYTES if max_baseline is None else max_baseline,
+    )
 
 
 def reject_unknown_keys(table: Mapping[str, object], allowed: Collection[str], prefix: str) -> None:

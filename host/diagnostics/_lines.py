@@ -33,7 +33,7 @@ __all__ = [
     "sdk_run_failure",
 ]
 
-AcpStage = Literal["initialize", "new-session", "prompt", "process", "teardown"]
+AcpStage = Literal["initialize", "new-session", "prompt", "process", "teardown", "workspace"]
 AcpCategory = Literal[
     "configuration",
     "protocol",
@@ -45,6 +45,7 @@ AcpCategory = Literal[
     "auth-required",
     "timeout",
     "output-limit",
+    "setup-failed",
 ]
 AcpStopReasonFact = Literal["max_turn_requests", "unknown"]
 AcpToolKind = Literal[
@@ -52,7 +53,7 @@ AcpToolKind = Literal[
 ]
 PermissionPolicy = Literal["allow", "reject"]
 PermissionOutcome = Literal["allowed", "denied"]
-SdkStage = Literal["initialize", "session-run", "shutdown"]
+SdkStage = Literal["initialize", "session-run", "shutdown", "workspace"]
 SdkCategory = Literal[
     "configuration",
     "protocol",
@@ -64,6 +65,7 @@ SdkCategory = Literal[
     "child-unknown",
     "missing-terminal",
     "output-limit",
+    "setup-failed",
 ]
 
 ACP_RUN_FAILURE_PREFIX: Final = "subagent-acp: "

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from host._json import ContentBlock
 from host.diagnostics import SubagentResult
-from host.tools import JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, ToolResult, ToolSuccess
+from host.tools import CHANGES_APPLY_TOOL_NAME, JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, ToolResult, ToolSuccess
 
 __all__ = ["DELEGATION_OUTPUT_SCHEMA", "call_tool_result", "mcp_tools", "structured_content"]
 
@@ -38,6 +38,11 @@ DELEGATION_OUTPUT_SCHEMA: Final[Mapping[str, Any]] = {
         "stop_reason": {"type": "string", "description": "How the run stopped (foreground calls)."},
         "diagnostic": {"type": "string", "description": "The run's safe diagnostic, when it has one."},
         "job_id": {"type": "string", "description": "The background job's id (background starts)."},
+        "changes": {
+            "type": "object",
+            "description": "A worktree run's changes: {branch, base, files: [{path, status, insertions, deletions}], "
+            "insertions, deletions}; apply them with changes_apply.",
+        },
     },
     "required": ["provider"],
     "additionalProperties": False,
@@ -56,6 +61,9 @@ def mcp_tools(schemas: list[dict[str, Any]], delegation_tools: Mapping[str, str]
         if name in delegation_tools:
             tool["outputSchema"] = json.loads(json.dumps(DELEGATION_OUTPUT_SCHEMA))
             tool["annotations"] = {"readOnlyHint": False, "openWorldHint": True}
+        elif name == CHANGES_APPLY_TOOL_NAME:
+            # It writes the parent's working tree (never the index, HEAD or branches).
+            tool["annotations"] = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False}
         else:
             tool["annotations"] = {"readOnlyHint": name in _READ_ONLY_TOOLS}
         tools.append(tool)
@@ -71,6 +79,11 @@ def structured_content(provider: str, result: ToolResult, settled: tuple[str, Su
         content["stop_reason"] = run_result.stop_reason
         if run_result.diagnostic:
             content["diagnostic"] = run_result.diagnostic
+        changes = (
+            result.value.get("changes") if isinstance(result, ToolSuccess) and isinstance(result.value, dict) else None
+        )
+        if isinstance(changes, dict):
+            content["changes"] = changes
     elif isinstance(result, ToolSuccess) and isinstance(result.value, dict):
         job_id = result.value.get("job_id")
         if isinstance(job_id, str):

@@ -97,7 +97,7 @@ class RunRecording:
     ) -> RunRecorder:
         """A recorder for a run of ``entry`` about to start, tracked until ``finish_run``."""
         start = RunStartFacts(
-            cwd=entry.cwd if entry.cwd is not None else request.parent_cwd,
+            cwd=request.cwd or (entry.cwd if entry.cwd is not None else request.parent_cwd),
             command=entry.command,
             args=entry.args,
             host_version=self._version,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from host._exceptions import UnsupportedCapabilityError
 from host._json import MAX_SAFE_INTEGER, ContentBlock
 from host.cancel import CancelSignal
+from host.config import WorkspaceMode
 from host.diagnostics import SubagentResult
 from host.stream import FrameObserver, ProviderKind, TranscriptEvent
 
@@ -70,6 +71,12 @@ class SubagentRequest:
     """Per-run route overrides; capability-gated."""
     on_frame: FrameObserver | None = None
     """Synchronous observer of the run's live stream and transcript frames."""
+    workspace: WorkspaceMode | None = None
+    """Per-call override of the entry's ``workspace`` (``None``: the entry's)."""
+    run_id: str | None = None
+    """The host-minted run id to use (a workspace names its branch after it); ``None``: a fresh one."""
+    cwd: str | None = None
+    """A host-chosen child cwd (the run's worktree); it wins over the entry's ``cwd`` and the parent's."""
 
 
 @dataclass(frozen=True, slots=True)

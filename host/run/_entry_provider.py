@@ -116,7 +116,7 @@ class EntryProvider(Generic[RunT]):
         if request.signal.cancelled:
             raise StartAbortedError(self._start_aborted_message)
         try:
-            cwd = resolve_child_cwd(self._configured_cwd, request.parent_cwd, self._prefix)
+            cwd = request.cwd or resolve_child_cwd(self._configured_cwd, request.parent_cwd, self._prefix)
         except ConfigError as raw:
             self._logger.warning(self._start_failed_log, self.name, raw)
             raise self._configuration_failure(raw) from raw

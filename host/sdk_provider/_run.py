@@ -121,7 +121,7 @@ class SdkRun:
         self._failure_category: SdkCategory = "unknown"
         self._lifecycle: RunLifecycle[Exception] = RunLifecycle(
             request,
-            run_id=new_run_id(),
+            run_id=request.run_id or new_run_id(),
             kind="dsh-sdk",
             provider_name=provider_name,
             task_group=task_group,

@@ -35,7 +35,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ProviderKind: TypeAlias = Literal["acp", "dsh-sdk"]
-TranscriptEventType: TypeAlias = Literal["run/start", "permission", "assistant/message", "assistant/attempt", "run/end"]
+TranscriptEventType: TypeAlias = Literal[
+    "run/start", "permission", "assistant/message", "assistant/attempt", "run/end", "changes"
+]
 
 _OBSERVER_FAILED: Final = "subagent-host: stream observer failed for run %s: %s"
 # Stop reasons whose assembly is a finished message; every other outcome keeps only its stream (an attempt).

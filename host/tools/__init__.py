@@ -8,6 +8,13 @@
 
 from __future__ import annotations
 
+from host.tools._changes_tool import (
+    CHANGES_APPLY_TOOL_NAME,
+    ChangesApplyValue,
+    apply_text,
+    apply_value,
+    create_changes_apply_tool,
+)
 from host.tools._delegation import ParentCwdOf, RunHooks, create_delegation_tool
 from host.tools._job_tools import JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, create_job_tools
 from host.tools._jobs import JobDoneListener, JobRunner
@@ -17,11 +24,13 @@ from host.tools._timeout_policy import install_timeout_policy
 from host.tools._types import ToolExecutionInput, ToolFailure, ToolResult, ToolRunContext, ToolSuccess
 
 __all__ = [
+    "CHANGES_APPLY_TOOL_NAME",
     "JOB_LIST_TOOL_NAME",
     "JOB_OUTPUT_TOOL_NAME",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
+    "ChangesApplyValue",
     "JobDoneListener",
     "JobRunner",
     "ParentCwdOf",
@@ -32,6 +41,9 @@ __all__ = [
     "ToolResult",
     "ToolRunContext",
     "ToolSuccess",
+    "apply_text",
+    "apply_value",
+    "create_changes_apply_tool",
     "create_delegation_tool",
     "create_job_tools",
     "install_timeout_policy",

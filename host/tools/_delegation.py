@@ -22,10 +22,11 @@ from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
 from host.run._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.run._spawned import observe_spawns
-from host.stream import FrameObserver, StreamFrame
+from host.stream import EventFrame, FrameObserver, StreamFrame
 from host.tools._define import define_tool
 from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
 from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
+from host.workspace import Changes
 
 __all__ = [
     "BACKGROUND_STARTED_TEXT",
@@ -86,6 +87,11 @@ class DelegateArgs(BaseModel):
     run_in_background: StrictBool = Field(
         default=False, description="Start a background job and return its id at once instead of waiting."
     )
+    workspace: Literal["shared", "worktree"] | None = Field(
+        default=None,
+        description='"worktree": the child works in a git worktree of its own and its changes come back as a patch '
+        'to apply with changes_apply; "shared": it works in your working tree. Default: the provider\'s setting.',
+    )
 
 
 class ForegroundValue(BaseModel):
@@ -96,6 +102,8 @@ class ForegroundValue(BaseModel):
     kind: Literal["foreground"]
     run_id: str
     output: list[ContentBlock]
+    changes: Changes | None = None
+    """A worktree run's changes (only when it left some)."""
 
 
 class BackgroundValue(BaseModel):
@@ -159,12 +167,15 @@ def create_delegation_tool(
 
     async def delegate(args: DelegateArgs, ctx: ToolRunContext) -> JsonValue:
         hooks = hooks_of(ctx) if hooks_of is not None else None
+        on_frame = hooks.on_frame if hooks is not None else None
+        changes = _ChangesCapture(on_frame) if (args.workspace or entry.workspace) == "worktree" else None
         request = SubagentRequest(
             label=args.label or entry.name,
             prompt=[{"type": "text", "text": args.task}],
             signal=ctx.signal,
             parent_cwd=parent_cwd_of(ctx.agent) if parent_cwd_of is not None else None,
-            on_frame=hooks.on_frame if hooks is not None else None,
+            on_frame=changes.observe if changes is not None else on_frame,
+            workspace=args.workspace,
         )
         check_capabilities(provider, request)
         if args.run_in_background:
@@ -173,7 +184,10 @@ def create_delegation_tool(
             run = await provider.start(request)
         if hooks is not None and hooks.on_result is not None:
             await _report_result(run, hooks.on_result)
-        return await settle_foreground_run(run)
+        value = await settle_foreground_run(run)
+        if changes is not None and changes.data is not None:
+            value["changes"] = changes.data
+        return value
 
     return define_tool(
         delegation_tool_name(entry.name),
@@ -183,6 +197,20 @@ def create_delegation_tool(
         delegate,
         timeout_ms=entry.timeout_ms,
     )
+
+
+class _ChangesCapture:
+    """Tees a worktree run's frames, keeping the data of its ``changes`` event for the tool value."""
+
+    def __init__(self, forward: FrameObserver | None) -> None:
+        self._forward = forward
+        self.data: dict[str, Any] | None = None
+
+    def observe(self, frame: StreamFrame) -> None:
+        if isinstance(frame, EventFrame) and frame.event.type == "changes":
+            self.data = dict(frame.event.data)
+        if self._forward is not None:
+            self._forward(frame)
 
 
 def _start_background(
@@ -204,6 +232,7 @@ def _start_background(
             parent_cwd=request.parent_cwd,
             agent_options=request.agent_options,
             on_frame=observe,
+            workspace=request.workspace,
         )
         return await provider.start(job_request)
 
