@@ -7,6 +7,7 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
     SubagentHostError                      root of everything the host raises
     ├── ConfigError                        load-time config validation (message names the snake_case key)
     │   └── UnsetHostVariableError         a ``${NAME}`` env reference names an unset host variable (.name)
+    ├── BatchInputError                    a batch's input is unusable: "line <n>: <problem>" (.line, .problem)
     ├── StartAbortedError                  "subagent request was aborted before the <ACP|SDK> child started"
     ├── RunFailure                         safe "<prefix>: Subagent failure (...)"; .facts; raw on __cause__
     │   ├── AcpRunFailure                  prefix ``subagent-acp``
@@ -46,6 +47,7 @@ __all__ = [
     "AcpResponseError",
     "AcpRunFailure",
     "AggregateError",
+    "BatchInputError",
     "ChildError",
     "CodedError",
     "ConfigError",
@@ -294,3 +296,13 @@ def as_response_error(cls: type[ResponseError]) -> Callable[[Exception], Excepti
         return cls(exc.code, exc.message, exc.data)
 
     return build
+
+
+class BatchInputError(SubagentHostError):
+    """A batch's input is unusable (nothing ran): ``str()`` names the 1-based line (when there is one) and the
+    problem."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {problem}" if line is not None else problem)
+        self.line = line
+        self.problem = problem

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "BATCH_EPILOG",
     "CHECK_EPILOG",
     "PROVIDERS_EPILOG",
     "RUNS_EPILOG",
@@ -153,4 +154,24 @@ exit status:
 state directory: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory.
 The dashboard is read-only: it never changes records, worktrees or processes.
 """
+)
+BATCH_EPILOG: Final = (
+    """\
+input: one JSON object per line: {"id": "<unique>", "task": "<text>", "provider"?: "<entry>", "cwd"?: "<dir>",
+"label"?: "<text>", "timeout_ms"?: <int>}; blank lines are skipped. A bad line, a duplicate id or an unknown
+provider fails with exit 2 before anything runs.
+
+output, under OUTDIR (the batch's state directory: `subagent-host runs list --state-dir OUTDIR` works):
+  results.jsonl  one line per finished item, appended as it finishes (a resume skips the ids it holds)
+  runs/          every item's run record
+  summary.json   counts by stop reason, durations, failed ids with diagnostics, wall time
+
+exit status:
+  0    every selected item completed
+  1    an item did not complete (or is still pending)
+  2    usage, config or input error (nothing ran)
+  129  SIGHUP, 130 SIGINT, 143 SIGTERM: nothing more started, running items were cancelled (no result line:
+       a resume runs them again), the summary was written
+"""
+    + _CONFIG_LOOKUP
 )

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
+from subagent_host_cli._arguments import add_batch, non_negative, positive_ms
 from subagent_host_cli._help import (
     CHECK_EPILOG,
     PROVIDERS_EPILOG,
@@ -43,7 +44,7 @@ _SERVE_DESCRIPTION: Final = (
     "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
     "is torn down and the exit status is 0. Every run is recorded under the state directory unless --no-record."
 )
-_COMMANDS: Final = "run, runs, providers, check, serve, ui"
+_COMMANDS: Final = "run, runs, providers, check, serve, ui, batch"
 _PROG: Final = "subagent-host"
 
 
@@ -96,7 +97,7 @@ def parse_command_line(argv: list[str], *, version: str) -> ParsedCommand | int:
             args.task = _read_task(args, prog)
         if args.command == "runs" and args.runs_command == "show" and args.follow and (args.json or args.stderr):
             raise _UsageError("--follow cannot be combined with --json or --stderr", prog)
-        if hasattr(args, "log_level"):  # run, providers, check: `runs` and `serve` take no log level
+        if hasattr(args, "log_level"):  # run, providers, check, batch: `runs`, `serve` and `ui` take no log level
             level = args.log_level or os.environ.get(LOG_LEVEL_ENV_VAR, "warning").lower()
             if level not in LOG_LEVELS:
                 raise _UsageError(f"{LOG_LEVEL_ENV_VAR} must be one of {', '.join(LOG_LEVELS)}", prog)
@@ -160,7 +161,7 @@ def _build(version: str) -> argparse.ArgumentParser:
     run.add_argument("--provider", metavar="NAME", help="the provider entry (default: see 'provider:' below)")
     run.add_argument("--cwd", metavar="DIR", help="the parent workspace the child works in (default: .)")
     run.add_argument("--permission", choices=("allow", "reject"), help="override the ACP entry's permission policy")
-    run.add_argument("--timeout-ms", metavar="N", type=_positive_ms, help="override the entry's timeout_ms")
+    run.add_argument("--timeout-ms", metavar="N", type=positive_ms, help="override the entry's timeout_ms")
     run.add_argument(
         "--workspace",
         choices=("shared", "worktree"),
@@ -200,6 +201,7 @@ def _build(version: str) -> argparse.ArgumentParser:
     _add_runs(sub, formatter)
     _add_serve(sub, formatter)
     _add_ui(sub, formatter)
+    add_batch(sub, formatter, common)
     return parser
 
 
@@ -234,7 +236,7 @@ def _add_runs(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse
         formatter_class=formatter,
     )
     listing.add_argument("--json", action="store_true", help='print one JSON object: {"schema": 1, "runs": [...]}')
-    listing.add_argument("--limit", type=_non_negative, metavar="N", help="show at most N runs")
+    listing.add_argument("--limit", type=non_negative, metavar="N", help="show at most N runs")
     listing.add_argument(
         "--running", action="store_true", help="only the runs in progress now (their writer holds the record's lock)"
     )
@@ -277,7 +279,7 @@ def _add_runs(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse
         epilog=RUNS_PRUNE_EPILOG,
         formatter_class=formatter,
     )
-    prune.add_argument("--keep", type=_non_negative, metavar="N", help="how many to keep (default: [host] keep_runs)")
+    prune.add_argument("--keep", type=non_negative, metavar="N", help="how many to keep (default: [host] keep_runs)")
     prune.add_argument("--config", metavar="PATH", help="the TOML config file (for [host] keep_runs)")
     _add_state_dir(prune)
     return runs
@@ -333,26 +335,6 @@ def _add_ui(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse.H
     ui.add_argument("--open", action="store_true", help="open the dashboard in the default browser")
     _add_state_dir(ui)
     return ui
-
-
-def _non_negative(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
-    return number
-
-
-def _positive_ms(value: str) -> float:
-    try:
-        milliseconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {value!r}") from None
-    if not 0 < milliseconds <= 2147483647:
-        raise argparse.ArgumentTypeError("must be a positive number no greater than 2147483647")
-    return milliseconds
 
 
 def _read_task(args: argparse.Namespace, prog: str) -> str:

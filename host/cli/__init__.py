@@ -1,9 +1,9 @@
 """The ``subagent-host`` commands behind the stdlib-only console entry (``subagent_host_cli``).
 
 ``run_command`` takes the parsed command line and the first signal recorded during start-up, and returns the exit
-status: ``run`` (``_run``), ``runs`` (``_runs``), ``providers`` (``_providers``), ``check`` (``_checks``) and
-``serve`` (``_serve``, over ``host.server``). Only ``run`` is imported up front: every other
-command's module is imported when that command runs (the cold start of ``run``).
+status: ``run`` (``_run``), ``runs`` (``_runs``), ``providers`` (``_providers``), ``check`` (``_checks``),
+``batch`` (``_batch``) and ``serve`` (``_serve``, over ``host.server``). Only ``run`` is imported up front: every
+other command's module is imported when that command runs (the cold start of ``run``).
 """
 
 from __future__ import annotations
@@ -65,4 +65,8 @@ async def _dispatch(args: argparse.Namespace, received: RecordedSignals) -> int:
         from host.cli._checks import check_providers
 
         return await check_providers(args, received, output)
+    if args.command == "batch":
+        from host.cli._batch import run_batch_command
+
+        return await run_batch_command(args, received, output)
     return await run_task(args, received, output)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from host.records._paths import resolve_state_dir
 from host.records._recorder import RecordObserver
-from host.records._recording import RunRecording
+from host.records._recording import KEEP_EVERY_RUN, RunRecording
 from host.records._store import (
     AmbiguousRunError,
     RunNotFoundError,
@@ -23,9 +23,10 @@ from host.records._store import (
     transcript_in_progress,
 )
 from host.records._tail import TranscriptTail
-from host.records._writer import encode_line
+from host.records._writer import encode_line, write_run_records
 
 __all__ = [
+    "KEEP_EVERY_RUN",
     "AmbiguousRunError",
     "RecordObserver",
     "RunNotFoundError",
@@ -41,4 +42,5 @@ __all__ = [
     "prune_runs",
     "resolve_state_dir",
     "transcript_in_progress",
+    "write_run_records",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
@@ -29,10 +30,13 @@ from host.records._writer import TranscriptWriter
 from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.stream import ProviderKind, StreamFrame, TranscriptEvent
 
-__all__ = ["FLUSH_INTERVAL_S", "ChildFacts", "ClosableProvider", "RunRecording"]
+__all__ = ["FLUSH_INTERVAL_S", "KEEP_EVERY_RUN", "ChildFacts", "ClosableProvider", "RunRecording"]
 
 logger = logging.getLogger(__name__)
 
+KEEP_EVERY_RUN: Final = sys.maxsize
+"""A ``keep_runs`` that turns retention off: no run is ever pruned, and the runs directory is never counted (a
+batch directory keeps every run, and counting thousands of files after each run would cost quadratic time)."""
 FLUSH_INTERVAL_S: Final = 0.1
 """How often coalesced deltas are flushed (so none waits longer than the 200 ms coalescing window)."""
 
@@ -132,7 +136,7 @@ class RunRecording:
                     "subagent-host: writing the stderr tail of run %s failed: %s", recorder.run_id, exc.strerror
                 )
         recorder.close()
-        if self._state_dir is not None and recorder.run_id is not None:
+        if self._state_dir is not None and recorder.run_id is not None and self._keep_runs != KEEP_EVERY_RUN:
             self._prune()
 
     def _prune(self) -> None:

@@ -9,13 +9,24 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from host.records._paths import create_private_file
+from host.records._paths import create_private_file, ensure_runs_dir
 
-__all__ = ["STDERR_TAIL_BYTES", "TranscriptWriter", "encode_line", "jsonl_path", "stderr_path"]
+__all__ = [
+    "STDERR_TAIL_BYTES",
+    "TranscriptWriter",
+    "encode_line",
+    "jsonl_path",
+    "stderr_path",
+    "write_run_records",
+]
+
+logger = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES: Final = 64 * 1024
 """How many of the child's last stderr bytes ``<run_id>.stderr`` keeps."""
@@ -106,3 +117,32 @@ class TranscriptWriter:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def write_run_records(state_dir: Path, records: Iterable[tuple[str, dict[str, Any]]]) -> None:
+    """Write records observed elsewhere (``on_record`` in a remote worker) as transcripts under ``state_dir/runs/``.
+
+    ``records`` are ``(run_id, record)`` pairs in emission order, several runs possibly interleaved; each run gets
+    its own file, created exclusively like a live run's. A failed write is logged and skips that run's file: it
+    never fails the caller (as a live run's recording never fails the run).
+    """
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for run_id, record in records:
+        by_run.setdefault(run_id, []).append(record)
+    try:
+        runs = ensure_runs_dir(state_dir)
+    except OSError as exc:
+        logger.warning("subagent-host: writing run records failed: %s", exc.strerror or type(exc).__name__)
+        return
+    for run_id, lines in by_run.items():
+        try:
+            writer = TranscriptWriter.create(runs, run_id)
+        except OSError as exc:
+            logger.warning("subagent-host: writing the records of run %s failed: %s", run_id, exc.strerror)
+            continue
+        try:
+            writer.write("".join(encode_line(record) for record in lines))
+        except OSError as exc:
+            logger.warning("subagent-host: writing the records of run %s failed: %s", run_id, exc.strerror)
+        finally:
+            writer.close()

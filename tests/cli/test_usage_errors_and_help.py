@@ -68,6 +68,7 @@ _OWN_EXIT_STATUSES: dict[tuple[str, ...], list[str]] = {
     ("runs", "show"): ["1    no run id starts with RUN_ID, or several do", "130 SIGINT"],
     ("runs", "prune"): ["0  success", "2  usage or configuration error"],
     ("serve",): ["0    shut down cleanly"],
+    ("batch",): ["0    every selected item completed", "1    an item did not complete", "130 SIGINT"],
 }
 
 

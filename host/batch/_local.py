@@ -1,0 +1,64 @@
+"""``LocalExecutor``: the items run in this process, ``workers`` at a time, through one ``Host``.
+
+One host serves the whole batch (one keeper, one recording under the batch's state directory); each of the
+``workers`` tasks takes the next item from a shared iterator, so items start in input order. Closing the host at
+the end tears down whatever is left, the ``setsid()``-ed leftovers included (the keeper's final sweep).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import anyio
+
+from host._host import Host
+from host.batch._attempt import run_item
+from host.batch._executor import BatchJob, Executor
+
+__all__ = ["DEFAULT_WORKERS", "LocalExecutor"]
+
+DEFAULT_WORKERS: Final = 4
+"""How many items run at once unless ``--workers`` says otherwise."""
+
+
+class LocalExecutor(Executor):
+    """Runs items in this process, ``workers`` at a time.
+
+    Raises:
+        ValueError: ``workers`` is below 1.
+    """
+
+    def __init__(self, workers: int = DEFAULT_WORKERS) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self._workers = workers
+
+    @property
+    def workers(self) -> int:
+        """How many items run at once."""
+        return self._workers
+
+    async def execute(self, job: BatchJob) -> None:
+        """Run every item of ``job`` (see ``Executor``)."""
+        if not job.plans:
+            return
+        plans = iter(job.plans)
+
+        async def work(host: Host) -> None:
+            for plan in plans:  # one iterator shared by every worker: each item is taken once, in order
+                if job.stop.cancelled:
+                    return
+                job.on_start(plan.item.id)
+                await job.deliver(await run_item(host, plan, job.stop))
+
+        async with (
+            Host.open(job.config, parent_cwd=_cwd_of, state_dir=job.state_dir) as host,
+            anyio.create_task_group() as group,
+        ):
+            for number in range(min(self._workers, len(job.plans))):
+                group.start_soon(work, host, name=f"batch worker {number}")
+
+
+def _cwd_of(agent: object | None) -> str | None:
+    """Each call's ``agent`` token is its item's workspace (``ItemPlan.cwd``)."""
+    return agent if isinstance(agent, str) else None
