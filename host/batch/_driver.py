@@ -140,6 +140,8 @@ async def open_batch(
             plans = [plan for plan in plans if plan.item.id not in summary.done]
         else:
             summary.done = {}
+        # Written now too, so a reader (the dashboard) knows the total while the batch runs; rewritten at the end.
+        write_summary(state_dir, summary.to_json())
         controller = CancelController()
         send, receive = anyio.create_memory_object_stream[BatchResult](max(1, executor.workers))
         run = BatchRun(receive, controller, summary)

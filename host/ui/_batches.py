@@ -2,8 +2,10 @@
 
 A batch's ``OUTDIR`` is a state directory of its own, so ``ui --state-dir OUTDIR`` shows that batch as ``.``; a
 state directory that holds batch directories shows each under its name. Only whole lines of ``results.jsonl`` are
-read (a line being appended is left for the next read); ``summary.json``, when the batch has finished, adds the
-total and the wall time. Nothing outside the state directory is ever read: the names come from listing it.
+read (a line being appended is left for the next read), and an id's last line wins (``--redo-existing`` appends a
+second one); ``summary.json`` (written when the batch starts and again when it ends) adds the total and the wall
+time. A batch is running while its driver holds the ``flock`` on ``results.jsonl``. Nothing outside the state
+directory is ever read: the names come from listing it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
-from host.ui._index import read_records_from
+from host.ui._index import is_locked, read_records_from
 
 __all__ = ["BatchView", "find_batches", "load_batch"]
 
@@ -41,6 +43,7 @@ class BatchView:
     slowest: list[dict[str, Any]]
     failed: list[dict[str, Any]]
     wall_ms: int | None
+    running: bool = False
     run_ids: frozenset[str] = field(default_factory=frozenset[str])
 
 
@@ -66,7 +69,7 @@ def load_batch(state_dir: Path, name: str) -> BatchView | None:
     if name not in find_batches(state_dir):
         return None
     directory = state_dir if name == "." else state_dir / name
-    results = _read_results(directory / RESULTS_FILE)
+    results = list({_text(line.get("id")) or "?": line for line in _read_results(directory / RESULTS_FILE)}.values())
     summary = _read_summary(directory / SUMMARY_FILE)
     counts: dict[str, int] = {}
     durations: list[tuple[int, dict[str, Any]]] = []
@@ -101,7 +104,8 @@ def load_batch(state_dir: Path, name: str) -> BatchView | None:
         histogram=_histogram([duration for duration, _ in durations]),
         slowest=[item for _, item in durations[:_SLOWEST]],
         failed=failed,
-        wall_ms=_int(summary.get("wall_ms")),
+        wall_ms=_int(summary.get("wall_ms")) or None,
+        running=is_locked(directory / RESULTS_FILE),
         run_ids=frozenset(run_ids),
     )
 

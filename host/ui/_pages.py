@@ -167,7 +167,8 @@ def batches_page(names: Sequence[str]) -> str:
 def batch_page(view: BatchView) -> str:
     """A batch: progress, stop reasons, the duration histogram, the slowest and the failed items."""
     total = f" of {view.total}" if view.total is not None else ""
-    wall = f"; wall time {_duration(view.wall_ms)}" if view.wall_ms is not None else ""
+    wall = f"; wall time {_duration(view.wall_ms)}" if view.wall_ms is not None and not view.running else ""
+    state = " (running)" if view.running else ""
     progress = ""
     if view.total:
         progress = f'<progress id="batch-progress" max="{view.total}" value="{view.done}"></progress>'
@@ -179,7 +180,7 @@ def batch_page(view: BatchView) -> str:
     )
     head = "<thead><tr><th>item</th><th>run</th><th>stop reason</th><th>duration</th></tr></thead>"
     body = (
-        f'<h1>Batch {text(view.name)}</h1><p class="count">{view.done}{total} items done{wall}</p>{progress}'
+        f'<h1>Batch {text(view.name)}</h1><p class="count">{view.done}{total} items done{state}{wall}</p>{progress}'
         f"<section><h2>Stop reasons</h2>{bar_chart(view.counts, label='items by stop reason')}</section>"
         f"<section><h2>Durations</h2>{histogram_chart(view.histogram, label='item durations')}</section>"
         f'<section><h2>Slowest</h2><table class="items">{head}<tbody>{slowest}</tbody></table></section>'

@@ -59,3 +59,35 @@ def test_batch_filter_on_the_runs_page_shows_only_its_runs(tmp_path: Path, page:
         page.goto(url + "?batch=b1")
         expect(page.locator("#runs-body tr")).to_have_count(1)
         expect(page.locator("#runs-body td.task")).to_have_text("inside the batch")
+
+
+def test_a_real_batch_outdir_shows_its_counts_once_per_item_and_filters_its_runs(tmp_path: Path, page: Page) -> None:
+    import json
+    import subprocess
+
+    from tests.cli._helpers import CONSOLE_SCRIPT, acp_entry, write_config
+    from tests.ui._helpers import cli_env
+
+    config = write_config(tmp_path, {"ok": acp_entry(MOCK_TEXT="fine"), "no": acp_entry(MOCK_STOP="refusal")})
+    tasks = tmp_path / "tasks.jsonl"
+    items = [{"id": f"i{n}", "task": f"item {n}", "provider": "no" if n == 3 else "ok"} for n in range(4)]
+    tasks.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    out = tmp_path / "out"
+    for extra in ([], ["--redo-existing"]):  # the second pass appends a second line per id
+        subprocess.run(
+            [CONSOLE_SCRIPT, "batch", str(tasks), "-o", str(out), "--config", str(config), *extra],
+            env=cli_env(tmp_path),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    assert len((out / "results.jsonl").read_text(encoding="utf-8").splitlines()) == 8
+    with ui_server(out) as url:
+        page.goto(url + "batch?name=.")
+        expect(page.locator("p.count")).to_contain_text("4 of 4 items done; wall time")
+        first_chart = page.locator("svg.chart").first
+        expect(first_chart).to_contain_text("completed")
+        expect(first_chart).to_contain_text("refusal")
+        expect(first_chart.locator("text.count")).to_have_text(["3", "1"])
+        page.goto(url + "?batch=.")
+        expect(page.locator("#runs-body tr")).to_have_count(4)  # the last attempt of each item
