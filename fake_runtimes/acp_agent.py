@@ -57,6 +57,25 @@ _GATE_POLL_SECONDS = 0.01
 # How often a write blocked on a full stdout pipe re-checks for stdin EOF.
 _BLOCKED_WRITE_POLL_SECONDS = 0.05
 
+# MOCK_USAGE: the usage_update updates sent before the answer, and the prompt response's usage. "hostile" sends
+# strings, negatives, floats, bools, out-of-range numbers and a lower-case currency: only `size: 100` is valid.
+_USAGE_UPDATES: dict[str, list[JsonObject]] = {
+    "1": [
+        {"used": 800, "size": 200000, "cost": {"amount": 0.25, "currency": "USD"}},
+        {"used": 1200, "size": 200000, "cost": {"amount": 0.75, "currency": "USD"}},
+    ],
+    "hostile": [
+        {"used": "1200", "size": -5, "cost": {"amount": "NaN", "currency": "USD"}},
+        {"used": 2**64, "size": True, "cost": {"amount": 1e300, "currency": "USD"}},
+        {"used": 1.5, "size": 100, "cost": {"amount": 0.5, "currency": "usd"}},
+        {"used": None, "cost": {"amount": -1, "currency": "\u001b[31mUSD"}},
+    ],
+}
+_PROMPT_USAGE: dict[str, JsonObject] = {
+    "1": {"inputTokens": 1000, "outputTokens": 200, "totalTokens": 1200},
+    "hostile": {"inputTokens": "999", "outputTokens": -1, "totalTokens": 1e300},
+}
+
 _ALLOW_OPTION: JsonObject = {"optionId": "yes", "name": "Allow", "kind": "allow_once"}
 _REJECT_OPTION: JsonObject = {"optionId": "no", "name": "Reject", "kind": "reject_once"}
 
@@ -277,6 +296,8 @@ class _Agent:
             )
             self.update(sid, {"sessionUpdate": "usage_update", "used": 1, "size": 10})
             self.notify("_mock/notice", {"text": "ignored"})
+        for usage in _USAGE_UPDATES.get(_env("MOCK_USAGE") or "", []):
+            self.update(sid, {"sessionUpdate": "usage_update", **usage})
         if _flag("MOCK_THOUGHT"):
             self.update(sid, _chunk("agent_thought_chunk", THOUGHT_TEXT))
         if _flag("MOCK_TOOL_CALL"):
@@ -314,7 +335,11 @@ class _Agent:
             else:
                 self.hanging_prompt = (request_id, sid)
             return
-        self.respond(request_id, {} if _flag("MOCK_OMIT_STOP") else {"stopReason": _env("MOCK_STOP") or "end_turn"})
+        response: JsonObject = {} if _flag("MOCK_OMIT_STOP") else {"stopReason": _env("MOCK_STOP") or "end_turn"}
+        prompt_usage = _PROMPT_USAGE.get(_env("MOCK_USAGE") or "")
+        if prompt_usage is not None:
+            response["usage"] = prompt_usage
+        self.respond(request_id, response)
         late = _env("MOCK_LATE_TEXT")
         if late is not None:
             self.update(sid, _chunk("agent_message_chunk", late))

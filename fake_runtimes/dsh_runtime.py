@@ -50,6 +50,20 @@ _GO_POLL_SECONDS: Final = 0.005
 _OMIT: Final = object()
 
 
+# FAKE_USAGE: the usage of a usage-only message and of the answer's message. "hostile" sends strings, negatives,
+# floats, bools, out-of-range numbers and a lower-case currency: nothing in it is valid.
+_MESSAGE_USAGE: dict[str, tuple[dict[str, object], dict[str, object]]] = {
+    "1": (
+        {"inputTokens": 300, "outputTokens": 25, "cost": {"amount": 0.25, "currency": "EUR"}},
+        {"inputTokens": 700, "outputTokens": 50, "cost": {"amount": 0.5, "currency": "EUR"}},
+    ),
+    "hostile": (
+        {"inputTokens": "700", "outputTokens": "NaN", "cost": {"amount": -1, "currency": "EUR"}},
+        {"inputTokens": 2**53, "outputTokens": 1.5, "cost": {"amount": "0.5", "currency": "eur"}},
+    ),
+}
+
+
 def _switch(name: str) -> str | None:
     """Return the switch's value, or None when it is unset or empty."""
     return os.environ.get(name) or None
@@ -159,14 +173,17 @@ class _FakeRuntime:
             sid, "assistant/chunk", {"turn": 0, "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": text}}
         )
 
-    def _message(self, sid: str, content: Sequence[object] | str) -> None:
+    def _message(self, sid: str, content: Sequence[object] | str, usage: object = None) -> None:
         message = {
             "id": f"fake-assistant-{self._seq}",
             "role": "assistant",
             "content": content if isinstance(content, str) else list(content),
             "source": {"kind": "model", "provider": "fake", "model": "fake"},
         }
-        self._event(sid, "assistant/message", {"turn": 0, "step": 0, "message": message})
+        data: dict[str, object] = {"turn": 0, "step": 0, "message": message}
+        if usage is not None:
+            data["usage"] = usage
+        self._event(sid, "assistant/message", data)
 
     # -- the loop ------------------------------------------------------------------------------------------------
 
@@ -321,7 +338,11 @@ class _FakeRuntime:
         reasoning = _switch("FAKE_REASONING")  # records tests: a closed reasoning block after the text
         if reasoning is not None:
             content.append({"type": "reasoning", "text": reasoning})
-        self._message(sid, content)
+        usage = _MESSAGE_USAGE.get(_switch("FAKE_USAGE") or "")
+        if usage is not None:
+            # A usage-only step first (empty content: it never erases the answer), then the answer's own usage.
+            self._message(sid, [], usage[0])
+        self._message(sid, content, usage[1] if usage is not None else None)
         self._turn_end(sid)
         if _switch("FAKE_SUBAGENT") is not None:
             self._subagent(sid)

@@ -33,10 +33,12 @@ from host.stream import (
     ChunkFrame,
     EventFrame,
     ReasoningDelta,
+    RunUsage,
     StreamChunk,
     StreamFrame,
     TextDelta,
     ToolCallChunk,
+    UsageCost,
 )
 from host.tools import (
     TOOL_ABORTED,
@@ -95,6 +97,7 @@ __all__ = [
     "RayExecutor",
     "ReasoningDelta",
     "RunHooks",
+    "RunUsage",
     "SdkEntryConfig",
     "SdkRunFailure",
     "StartAbortedError",
@@ -109,6 +112,7 @@ __all__ = [
     "ToolResult",
     "ToolSuccess",
     "UnsupportedCapabilityError",
+    "UsageCost",
     "adopt_orphans",
     "delegation_tool_name",
     "foreground_failure_message",

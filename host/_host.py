@@ -27,11 +27,13 @@ from host.process import hold_keeper, release_keeper, term_grace
 from host.records import RecordObserver, RunRecording, resolve_state_dir
 from host.run._contracts import Provider
 from host.run._workspace import WorkspaceProvider, reclaim_worktrees
+from host.telemetry import maybe_traced
 from host.tools import (
     JobDoneListener,
     JobRunner,
     ParentCwdOf,
     RunHooks,
+    RunSlots,
     ToolExecutionInput,
     ToolRegistry,
     ToolResult,
@@ -79,7 +81,9 @@ def _create_provider(
         provider = DshSdkProvider(entry, task_group=task_group)
     # Worktree runs are composed inside the recording, so a setup failure and the changes event are recorded too.
     provider = WorkspaceProvider(provider, entry, workspaces)
-    return recording.wrap(provider, entry) if recording is not None else provider
+    recorded = recording.wrap(provider, entry) if recording is not None else provider
+    # Opt-in tracing: the provider itself unless OTEL_* or a program configured OpenTelemetry (host.telemetry).
+    return maybe_traced(recorded, entry)
 
 
 class Host:
@@ -93,6 +97,7 @@ class Host:
         *,
         recording: RunRecording | None = None,
         workspaces: Workspaces | None = None,
+        max_concurrent_runs: int | None = None,
     ) -> None:
         """Build the providers and the registry (use ``Host.open``, which also owns the task group and the close)."""
         self._config = config
@@ -105,10 +110,13 @@ class Host:
         self._hooks: dict[str, RunHooks] = {}
         self._idle = anyio.Event()
         self._idle.set()
+        # One limit for every run, foreground or background (docs/behaviour.md#results-run-slots).
+        self._slots = RunSlots(max_concurrent_runs or config.max_concurrent_runs)
         self._jobs = JobRunner(
             task_group,
             max_finished_jobs=config.max_finished_jobs,
             max_finished_output_bytes=config.max_finished_job_output_bytes,
+            slots=self._slots,
         )
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():
@@ -127,6 +135,7 @@ class Host:
                         parent_cwd_of=parent_cwd_of,
                         jobs=self._live_jobs,
                         hooks_of=self._hooks_of,
+                        slots=self._slots,
                     )
                 )
             )
@@ -144,6 +153,7 @@ class Host:
         parent_cwd: str | ParentCwdOf | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         on_record: RecordObserver | None = None,
+        max_concurrent_runs: int | None = None,
     ) -> AsyncGenerator[Host]:
         """Open a host over ``config`` (``None``: the ``load_config()`` lookup order); close it on exit.
 
@@ -153,15 +163,20 @@ class Host:
                 returns it (``None`` when unknown).
             state_dir: record every run under ``<state_dir>/runs/`` (``None``: no run is written to disk).
             on_record: observes every run record as it is emitted (also without ``state_dir``).
+            max_concurrent_runs: how many runs (foreground calls and background jobs together) may be alive at
+                once; the rest queue. ``None``: the config's ``[host] max_concurrent_runs`` (default 8).
 
         Raises:
             ConfigError: loading the config (a path, or the lookup order) failed.
             TypeError: ``config`` is none of these.
+            ValueError: ``max_concurrent_runs`` is less than 1.
         """
         if config is None or isinstance(config, str | os.PathLike):
             config = load_config(config)
         elif not isinstance(config, HostConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"Host.open takes a HostConfig, a path or None, not {type(config).__name__}")
+        if max_concurrent_runs is not None and (type(max_concurrent_runs) is not int or max_concurrent_runs < 1):
+            raise ValueError("max_concurrent_runs must be an integer >= 1")
         parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
         recording = (
             RunRecording(
@@ -181,7 +196,14 @@ class Host:
             async with anyio.create_task_group() as task_group:
                 if recording is not None:
                     task_group.start_soon(recording.run_flusher, name="run record flusher")
-                host = cls(config, task_group, parent_cwd_of, recording=recording, workspaces=workspaces)
+                host = cls(
+                    config,
+                    task_group,
+                    parent_cwd_of,
+                    recording=recording,
+                    workspaces=workspaces,
+                    max_concurrent_runs=max_concurrent_runs,
+                )
                 try:
                     yield host
                 finally:

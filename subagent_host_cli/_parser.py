@@ -298,8 +298,8 @@ def _add_serve(sub: argparse._SubParsersAction[_Parser], formatter: type[argpars
         "--max-concurrent-runs",
         metavar="N",
         type=int,
-        default=DEFAULT_MAX_CONCURRENT_RUNS,
-        help=f"host-wide limit of concurrent tool calls; excess calls queue (default: {DEFAULT_MAX_CONCURRENT_RUNS})",
+        help="host-wide limit of concurrent runs, foreground calls and background jobs together; excess runs queue "
+        f"(default: [host] max_concurrent_runs, else {DEFAULT_MAX_CONCURRENT_RUNS})",
     )
     serve.add_argument(
         "--http",

@@ -70,6 +70,7 @@ class AcpConnection:
         self._on_update = on_update
         self._on_permission = on_permission
         self._child: ChildConnection[ProcessHandle] | None = None
+        self._meta: dict[str, str] | None = None
 
     @property
     def child(self) -> ChildConnection[ProcessHandle]:
@@ -109,6 +110,7 @@ class AcpConnection:
         on_update: UpdateObserver,
         on_permission: PermissionPolicyFn,
         name: str,
+        meta: Mapping[str, str] | None = None,
     ) -> AcpConnection:
         """Spawn an ACP agent and start its connection (reader and exit watch) in ``task_group``.
 
@@ -124,11 +126,13 @@ class AcpConnection:
             on_update: called inline by the reader with each ``session/update`` ``update`` object.
             on_permission: decides a ``session/request_permission`` synchronously; returns the wire result.
             name: names the connection's task.
+            meta: sent as ``_meta`` on every request (the run's ``traceparent``); ``None``: no ``_meta``.
 
         Raises:
             Exception: whatever the spawn raised (the caller classifies it as ``process-start``).
         """
         adapter = cls(on_update=on_update, on_permission=on_permission)
+        adapter._meta = dict(meta) if meta is not None else None
         child_env = build_child_env(env, inherit=inherit_env)
 
         async def spawn_child() -> ProcessHandle:
@@ -156,12 +160,12 @@ class AcpConnection:
         """Send ``initialize``; the response body is returned raw (and ignored by the run)."""
         params = {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": {}, "clientInfo": client_info()}
         with map_exceptions(_REQUEST_ERRORS):
-            return await self._peer.request("initialize", params)
+            return await self._peer.request("initialize", self._with_meta(params))
 
     async def new_session(self, cwd: str) -> object:
         """Send ``session/new`` with no MCP servers; the raw result is returned for lenient validation."""
         with map_exceptions(_REQUEST_ERRORS):
-            return await self._peer.request("session/new", {"cwd": cwd, "mcpServers": []})
+            return await self._peer.request("session/new", self._with_meta({"cwd": cwd, "mcpServers": []}))
 
     async def prompt(
         self, session_id: str, blocks: Sequence[Mapping[str, object]], *, on_response: Callable[[object], None]
@@ -173,8 +177,15 @@ class AcpConnection:
         """
         with map_exceptions(_REQUEST_ERRORS):
             return await self._peer.request(
-                "session/prompt", {"sessionId": session_id, "prompt": list(blocks)}, on_response=on_response
+                "session/prompt",
+                self._with_meta({"sessionId": session_id, "prompt": list(blocks)}),
+                on_response=on_response,
             )
+
+    def _with_meta(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self._meta is not None:
+            params["_meta"] = dict(self._meta)
+        return params
 
     async def cancel(self, session_id: str) -> None:
         """Send ``session/cancel``; best effort, a dead pipe is ignored."""

@@ -19,6 +19,7 @@ from host.config import AcpEntryConfig
 from host.diagnostics import AcpFailureFacts, acp_run_failure
 from host.run._contracts import Capabilities, Provider, SubagentRequest
 from host.run._entry_provider import EntryProvider
+from host.telemetry._config import with_traceparent
 
 __all__ = ["HOST_LOGGER_NAME", "AcpProvider"]
 
@@ -86,13 +87,14 @@ class AcpProvider(Provider):
             command=entry.command,
             args=tuple(entry.args),
             cwd=cwd,
-            env=dict(entry.env),
+            env=with_traceparent(entry.env, request.traceparent),
             inherit_env=entry.inherit_env,
             permission=entry.permission,
             initialize_timeout_ms=entry.initialize_timeout_ms,
             dispose_eof_grace_ms=entry.dispose_eof_grace_ms,
             dispose_grace_ms=entry.dispose_grace_ms,
             max_output_bytes=entry.max_output_bytes,
+            traceparent=request.traceparent,
         )
         return await start_acp_run(
             request,

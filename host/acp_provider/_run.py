@@ -47,7 +47,7 @@ from host.run._child import SpawnFn
 from host.run._contracts import SubagentRequest
 from host.run._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host.run._output_budget import OutputBudget
-from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent
+from host.stream import AcpChunkMapper, TextDelta, TranscriptEvent, acp_prompt_usage, acp_usage_update
 
 __all__ = ["START_ABORTED_MESSAGE", "AcpRun", "AcpRunSpec", "start_acp_run"]
 
@@ -129,6 +129,7 @@ class AcpRun:
                 on_update=run._on_update,
                 on_permission=run._decide_permission,
                 name=f"ACP child of run {run.id}",
+                meta={"traceparent": spec.traceparent} if spec.traceparent is not None else None,
             )
         except Exception as raw:  # any spawn failure is `process-start`; the raw text stays host-only
             call_error_sink(on_error, raw)
@@ -302,12 +303,15 @@ class AcpRun:
         journal = self._journal
         if not self._lifecycle.published or journal.frozen:
             return
-        for chunk in self._budget.admitted(self._mapper.map_update(update)):
+        chunks = self._mapper.map_update(update)
+        for chunk in self._budget.admitted(chunks):
             # A text delta is exactly a non-empty `agent_message_chunk` text (docs/behaviour.md#stream-acp-mapping): the
             # fold.
             if isinstance(chunk, TextDelta):
                 self._texts.append(chunk.text)
             journal.chunk(chunk)
+        if not chunks and update.get("sessionUpdate") == "usage_update":
+            journal.report_usage(acp_usage_update(update), cumulative_cost=True)
         if self._budget.exceeded:
             self._freeze()
 
@@ -328,6 +332,8 @@ class AcpRun:
 
     def _freeze_on_response(self, response: object) -> None:
         # Inline in the reader while it processes the prompt response: later lines can no longer reach the run.
+        if self._lifecycle.published:
+            self._journal.report_usage(acp_prompt_usage(response), cumulative_cost=True)
         self._freeze()
 
     def _freeze(self) -> None:

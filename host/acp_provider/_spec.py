@@ -51,6 +51,8 @@ class AcpRunSpec:
     dispose_grace_ms: float = DISPOSE_GRACE_MS
     """Ladder SIGTERM→SIGKILL grace and reap bound; also bounds observing exit facts (``ceil`` ms)."""
     max_output_bytes: int = MAX_OUTPUT_BYTES  # past it the run ends `error` / `output-limit`
+    traceparent: str | None = None
+    """The run's W3C trace context, sent as ``_meta.traceparent`` on every request (``None``: no ``_meta``)."""
 
 
 @dataclass(frozen=True, slots=True)

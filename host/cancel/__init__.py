@@ -6,8 +6,18 @@ anyio cancel scope (docs/behaviour.md#registry-cancel-signal, #registry-deadline
 
 from __future__ import annotations
 
+from host.cancel._bridge import cancel_scope_on
 from host.cancel._deadline import MAX_TIMER_DELAY_MS, TimeoutReason, deadline, timeout_of
 from host.cancel._fuse import fuse
 from host.cancel._signal import CancelController, CancelSignal
 
-__all__ = ["MAX_TIMER_DELAY_MS", "CancelController", "CancelSignal", "TimeoutReason", "deadline", "fuse", "timeout_of"]
+__all__ = [
+    "MAX_TIMER_DELAY_MS",
+    "CancelController",
+    "CancelSignal",
+    "TimeoutReason",
+    "cancel_scope_on",
+    "deadline",
+    "fuse",
+    "timeout_of",
+]

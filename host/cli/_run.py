@@ -30,6 +30,7 @@ from host import (
     EventFrame,
     Host,
     RunHooks,
+    RunUsage,
     StreamFrame,
     SubagentResult,
     TextDelta,
@@ -79,6 +80,7 @@ class _Invocation:
     run_id: str | None = None
     result: SubagentResult | None = None
     changes: dict[str, Any] | None = None
+    usage: RunUsage | None = None
     received: signal.Signals | None = None
     printed: bool = False
 
@@ -106,6 +108,10 @@ class _Invocation:
         del run_id
         if not self.printed:
             self.output.out(encode_line(record, ascii_only=self.output.stdout_tty))
+
+    def on_usage(self, run_id: str, usage: RunUsage) -> None:
+        del run_id
+        self.usage = usage
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
         self.run_id = run_id
@@ -154,6 +160,8 @@ class _Invocation:
                 obj["diagnostic"] = self.result.diagnostic
             if self.changes is not None:
                 obj["changes"] = self.changes
+            if self.usage is not None:
+                obj["usage"] = self.usage.to_json()
             if error is not None and not _is_timeout(error) and self.result.stop_reason != "completed":
                 # The tool's failure only restates the run's outcome, which the object already carries.
                 error = None
@@ -223,7 +231,12 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
     )
     state_dir = None if args.no_record else resolve_state_dir(args.state_dir)
     controller = CancelController()
-    hooks = RunHooks(on_frame=invocation.on_frame, on_result=invocation.on_result, on_spawn=invocation.on_spawn)
+    hooks = RunHooks(
+        on_frame=invocation.on_frame,
+        on_result=invocation.on_result,
+        on_spawn=invocation.on_spawn,
+        on_usage=invocation.on_usage,
+    )
     tool_result: ToolResult | None = None
     broken = False
     # A grandchild that setsid()-s away from a child that then exits escapes the teardown's process-group and

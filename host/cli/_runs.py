@@ -9,6 +9,8 @@ or configuration error.
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 from pathlib import Path
 from typing import Any, Final, cast
@@ -41,6 +43,7 @@ __all__ = ["run_runs_command"]
 _EXIT_OK: Final = 0
 _EXIT_NOT_FOUND: Final = 1
 _EXIT_USAGE: Final = 2
+_CURRENCY: Final = re.compile(r"[A-Z]{3}")
 
 
 _RUN_COLUMNS: Final[tuple[Column[RunSummary], ...]] = (
@@ -49,6 +52,7 @@ _RUN_COLUMNS: Final[tuple[Column[RunSummary], ...]] = (
     Column("PROVIDER", lambda s: s.provider or "-", max_width=32),
     Column("DURATION", lambda s: duration_text(s.duration_ms), align=">"),
     Column("STATUS", lambda s: s.status, max_width=24),
+    Column("COST", lambda s: cost_text(s.usage), align=">"),
     Column("TASK", lambda s: s.task),
 )
 """The text columns of ``runs list``, in order: adding a column is one line here (``--json`` lists its keys below)."""
@@ -81,6 +85,7 @@ def _list(state_dir: Path, limit: int | None, *, as_json: bool, running: bool) -
                 "duration_ms": s.duration_ms,
                 "status": s.status,
                 "task": s.task,
+                **({"usage": s.usage} if s.usage is not None else {}),
             }
             for s in summaries
         ]
@@ -212,6 +217,17 @@ def _data_of(records: list[dict[str, Any]], record_type: str) -> dict[str, Any]:
         if record.get("type") == record_type and isinstance(record.get("data"), dict):
             return cast("dict[str, Any]", record["data"])
     return {}
+
+
+def cost_text(usage: object) -> str:
+    """A run's cost as ``<amount> <currency>`` (``-`` when unknown); only a checked number and code are shown."""
+    cost = cast("dict[str, object]", usage).get("cost") if isinstance(usage, dict) else None
+    amount = cast("dict[str, object]", cost).get("amount") if isinstance(cost, dict) else None
+    currency = cast("dict[str, object]", cost).get("currency") if isinstance(cost, dict) else None
+    if type(amount) not in (int, float) or not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
+        return "-"
+    number = float(cast("float", amount))
+    return f"{number:.4f} {currency}" if math.isfinite(number) else "-"
 
 
 def _fail(message: str, as_json: bool) -> int:

@@ -11,6 +11,7 @@ from host.config._loader import load_config
 from host.config._models import (
     ACP_INITIALIZE_TIMEOUT_MS,
     DEFAULT_KEEP_RUNS,
+    DEFAULT_MAX_CONCURRENT_RUNS,
     DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES,
     DEFAULT_MAX_FINISHED_JOBS,
     DISPOSE_EOF_GRACE_MS,
@@ -34,6 +35,7 @@ from host.config._rules import is_accessible_directory
 __all__ = [
     "ACP_INITIALIZE_TIMEOUT_MS",
     "DEFAULT_KEEP_RUNS",
+    "DEFAULT_MAX_CONCURRENT_RUNS",
     "DEFAULT_MAX_FINISHED_JOBS",
     "DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES",
     "DISPOSE_EOF_GRACE_MS",

@@ -21,6 +21,7 @@ from host.config._acp import validate_acp_entry
 from host.config._lookup import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILENAME, find_config
 from host.config._models import (
     DEFAULT_KEEP_RUNS,
+    DEFAULT_MAX_CONCURRENT_RUNS,
     DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES,
     DEFAULT_MAX_FINISHED_JOBS,
     AcpEntryConfig,
@@ -153,6 +154,7 @@ def parse_config(
         providers=MappingProxyType(validated),
         source=source,
         keep_runs=host_settings.keep_runs,
+        max_concurrent_runs=host_settings.max_concurrent_runs,
         max_finished_jobs=host_settings.max_finished_jobs,
         max_finished_job_output_bytes=host_settings.max_finished_job_output_bytes,
         unresolved=MappingProxyType(unresolved),
@@ -163,18 +165,25 @@ def parse_config(
 @dataclass(frozen=True, slots=True)
 class _HostSettings:
     keep_runs: int = DEFAULT_KEEP_RUNS
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS
     max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS
     max_finished_job_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES
     default_provider: str | None = None
 
 
-_HOST_KEYS: Final = ("keep_runs", "max_finished_jobs", "max_finished_job_output_bytes", "default_provider")
+_HOST_KEYS: Final = (
+    "keep_runs",
+    "max_concurrent_runs",
+    "max_finished_jobs",
+    "max_finished_job_output_bytes",
+    "default_provider",
+)
 
 
 def _validate_host_table(table: object) -> _HostSettings:
-    """Validate the optional ``[host]`` table: ``keep_runs`` (an integer >= 0), ``max_finished_jobs`` and
-    ``max_finished_job_output_bytes`` (positive safe integers), ``default_provider`` (a string; that it names an
-    entry is checked once the entries are read)."""
+    """Validate the optional ``[host]`` table: ``keep_runs`` (an integer >= 0), ``max_concurrent_runs``,
+    ``max_finished_jobs`` and ``max_finished_job_output_bytes`` (positive safe integers), ``default_provider`` (a
+    string; that it names an entry is checked once the entries are read)."""
     if table is None:
         return _HostSettings()
     if not isinstance(table, Mapping):
@@ -187,6 +196,7 @@ def _validate_host_table(table: object) -> _HostSettings:
     if type(keep_runs) is not int or keep_runs < 0:
         raise ConfigError(f"{_HOST_PREFIX}host.keep_runs must be an integer >= 0")
     prefix = f"{_HOST_PREFIX}host."
+    max_runs = check_positive_safe_integer(settings, "max_concurrent_runs", prefix)
     max_jobs = check_positive_safe_integer(settings, "max_finished_jobs", prefix)
     max_bytes = check_positive_safe_integer(settings, "max_finished_job_output_bytes", prefix)
     default_provider = settings.get("default_provider")
@@ -195,6 +205,7 @@ def _validate_host_table(table: object) -> _HostSettings:
     return _HostSettings(
         default_provider=default_provider,
         keep_runs=keep_runs,
+        max_concurrent_runs=DEFAULT_MAX_CONCURRENT_RUNS if max_runs is None else max_runs,
         max_finished_jobs=DEFAULT_MAX_FINISHED_JOBS if max_jobs is None else max_jobs,
         max_finished_job_output_bytes=DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES if max_bytes is None else max_bytes,
     )

@@ -20,6 +20,7 @@ __all__ = [
     "ACP_INITIALIZE_TIMEOUT_MS",
     "DEFAULT_KEEP_RUNS",
     "MAX_OUTPUT_BYTES",
+    "DEFAULT_MAX_CONCURRENT_RUNS",
     "DEFAULT_MAX_FINISHED_JOBS",
     "DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES",
     "DISPOSE_EOF_GRACE_MS",
@@ -44,6 +45,9 @@ MAX_OUTPUT_BYTES: Final = 8 * 1024 * 1024
 """The default ``max_output_bytes`` of an entry: 8 MiB of output text per run."""
 DEFAULT_KEEP_RUNS: Final = 1000
 """How many of the newest run records retention keeps unless ``[host] keep_runs`` says otherwise."""
+DEFAULT_MAX_CONCURRENT_RUNS: Final = 8
+"""How many runs (foreground and background together) may be alive at once unless ``[host] max_concurrent_runs``
+(or ``serve --max-concurrent-runs``) says otherwise."""
 DEFAULT_MAX_FINISHED_JOBS: Final = 256
 """How many finished background jobs a host keeps unless ``[host] max_finished_jobs`` says otherwise."""
 DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES: Final = 64 * 1024 * 1024
@@ -196,6 +200,8 @@ class HostConfig:
     """The absolute path of the loaded file, or ``"<built-in>"``."""
     keep_runs: int = DEFAULT_KEEP_RUNS
     """``[host] keep_runs``: how many of the newest run records retention keeps."""
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS
+    """``[host] max_concurrent_runs``: how many runs, foreground and background together, may be alive at once."""
     max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS
     """``[host] max_finished_jobs``: how many finished background jobs are kept (oldest evicted first)."""
     max_finished_job_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES

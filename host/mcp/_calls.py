@@ -1,7 +1,8 @@
-"""``tools/call`` through the host's registry: caller-owned cancellation, the host-wide limit and live progress.
+"""``tools/call`` through the host's registry: caller-owned cancellation and live progress.
 
-Each call runs in its request's own task, under one host-wide ``CapacityLimiter``; a call cancelled while queued
-starts nothing and is answered nothing. Once admitted, a *watcher* task turns the cancellation of the request's
+Each call runs in its request's own task. The host-wide run limit is the host's own (``Host.open``'s
+``max_concurrent_runs``, which ``serve --max-concurrent-runs`` sets): a delegation cancelled while it waits for a
+slot starts nothing and is answered nothing. A *watcher* task turns the cancellation of the request's
 task (a peer's ``notifications/cancelled``, or shutdown) into ``CancelController.cancel()``; the registry
 runs the body shielded, so ``Host.execute`` returns only after the run settled and was disposed, and the handler
 then re-raises the cancellation, so a cancelled id never gets a response. A *pump* task sends the child's
@@ -27,7 +28,7 @@ from host.mcp._connection import RequestContext
 from host.mcp._models import CallToolParams, ProgressToken
 from host.mcp._notices import Notices
 from host.mcp._tools import call_tool_result, structured_content
-from host.stream import ChunkFrame, StreamFrame, TextDelta
+from host.stream import ChunkFrame, RunUsage, StreamFrame, TextDelta
 from host.tools import RunHooks, ToolResult, ToolSuccess
 
 __all__ = ["PROGRESS_INTERVAL_S", "CallHandler"]
@@ -64,14 +65,11 @@ class _Progress:
 
 
 class CallHandler:
-    """The server's ``tools/call``: one registry call per request, limited host-wide."""
+    """The server's ``tools/call``: one registry call per request."""
 
-    def __init__(
-        self, host: Host, delegation_tools: Mapping[str, str], limiter: anyio.CapacityLimiter, notices: Notices
-    ) -> None:
+    def __init__(self, host: Host, delegation_tools: Mapping[str, str], notices: Notices) -> None:
         self._host = host
         self._delegation_tools = delegation_tools
-        self._limiter = limiter
         self._notices = notices
         self._call_numbers = itertools.count(1)
 
@@ -82,45 +80,50 @@ class CallHandler:
         call_id = f"mcp-call-{next(self._call_numbers)}"
         progress = _Progress()
         settled: list[tuple[str, SubagentResult]] = []
+        usage: list[RunUsage] = []
         hooks: RunHooks | None = None
         if provider is not None:
+            extra = ctx.meta.model_extra if ctx.meta is not None else None
+            traceparent = extra.get("traceparent") if extra else None
             hooks = RunHooks(
                 on_frame=progress.on_frame if wants_progress else None,
                 on_result=lambda run_id, result: settled.append((run_id, result)),
+                on_usage=lambda _run_id, totals: usage.append(totals),
+                # The caller's trace context, as given: the delegation tool checks it.
+                traceparent=traceparent if isinstance(traceparent, str) else None,
             )
         result: ToolResult | None = None
-        async with self._limiter:
-            controller = CancelController()
-            done = False
-            async with anyio.create_task_group() as group:
+        controller = CancelController()
+        done = False
+        async with anyio.create_task_group() as group:
 
-                async def watch() -> None:
-                    try:
-                        await anyio.sleep_forever()
-                    finally:
-                        if not done:
-                            controller.cancel(_CALLER_CANCELLED)
-
-                group.start_soon(watch)
-                if token is not None:
-                    group.start_soon(_pump, ctx, token, progress)
+            async def watch() -> None:
                 try:
-                    result = await self._host.execute(
-                        params.name,
-                        dict(params.arguments or {}),
-                        signal=controller.signal,
-                        call_id=call_id,
-                        hooks=hooks,
-                    )
+                    await anyio.sleep_forever()
                 finally:
-                    done = True
-                    progress.close()
-                # A cancelled call raises here, once its body settled: its request then gets no response.
-                if wants_progress:
-                    await progress.drained.wait()
-                else:
-                    await anyio.lowlevel.checkpoint()
-                group.cancel_scope.cancel()
+                    if not done:
+                        controller.cancel(_CALLER_CANCELLED)
+
+            group.start_soon(watch)
+            if token is not None:
+                group.start_soon(_pump, ctx, token, progress)
+            try:
+                result = await self._host.execute(
+                    params.name,
+                    dict(params.arguments or {}),
+                    signal=controller.signal,
+                    call_id=call_id,
+                    hooks=hooks,
+                )
+            finally:
+                done = True
+                progress.close()
+            # A cancelled call raises here, once its body settled: its request then gets no response.
+            if wants_progress:
+                await progress.drained.wait()
+            else:
+                await anyio.lowlevel.checkpoint()
+            group.cancel_scope.cancel()
         assert result is not None  # execute returned: only a raise (a cancel) skips the assignment
         if provider is None:
             return call_tool_result(result, None)
@@ -128,7 +131,8 @@ class CallHandler:
             job_id = result.value["job_id"]
             if isinstance(job_id, str):
                 self._notices.own_job(job_id, ctx.connection)
-        return call_tool_result(result, structured_content(provider, result, settled[0] if settled else None))
+        structured = structured_content(provider, result, settled[0] if settled else None, usage[0] if usage else None)
+        return call_tool_result(result, structured)
 
 
 async def _pump(ctx: RequestContext, token: ProgressToken, progress: _Progress) -> None:

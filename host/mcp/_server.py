@@ -24,7 +24,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeAlias, cast
 
-import anyio
 from pydantic import ValidationError
 
 from host._host import Host
@@ -82,10 +81,10 @@ def has_modern_envelope(params: Mapping[str, Any] | None) -> bool:
 class McpServer:
     """Answers MCP requests and notifications for any number of connections, over the host's registry."""
 
-    def __init__(self, host: Host, limiter: anyio.CapacityLimiter, notices: Notices) -> None:
+    def __init__(self, host: Host, notices: Notices) -> None:
         self._host = host
         self._delegation_tools = {delegation_tool_name(name): name for name in host.config.providers}
-        self._call_tool = CallHandler(host, self._delegation_tools, limiter, notices)
+        self._call_tool = CallHandler(host, self._delegation_tools, notices)
         self._server_info = {"name": SERVER_NAME, "version": package_version()}
         self._handshake: dict[str, _Handler] = {
             "initialize": self._initialize,

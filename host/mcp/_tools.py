@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from host._json import ContentBlock
 from host.diagnostics import SubagentResult
+from host.stream import RunUsage
 from host.tools import CHANGES_APPLY_TOOL_NAME, JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, ToolResult, ToolSuccess
 
 __all__ = ["DELEGATION_OUTPUT_SCHEMA", "call_tool_result", "mcp_tools", "structured_content"]
@@ -42,6 +43,26 @@ DELEGATION_OUTPUT_SCHEMA: Final[Mapping[str, Any]] = {
             "type": "object",
             "description": "A worktree run's changes: {branch, base, files: [{path, status, insertions, deletions}], "
             "insertions, deletions}; apply them with changes_apply.",
+        },
+        "usage": {
+            "type": "object",
+            "description": "The run's usage totals, when the child reported usage (checked numbers only).",
+            "properties": {
+                "input_tokens": {"type": "integer", "minimum": 0},
+                "output_tokens": {"type": "integer", "minimum": 0},
+                "context_tokens": {"type": "integer", "minimum": 0},
+                "context_size": {"type": "integer", "minimum": 0},
+                "cost": {
+                    "type": "object",
+                    "properties": {
+                        "amount": {"type": "number", "minimum": 0},
+                        "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                    },
+                    "required": ["amount", "currency"],
+                    "additionalProperties": False,
+                },
+            },
+            "additionalProperties": False,
         },
     },
     "required": ["provider"],
@@ -70,8 +91,11 @@ def mcp_tools(schemas: list[dict[str, Any]], delegation_tools: Mapping[str, str]
     return tools
 
 
-def structured_content(provider: str, result: ToolResult, settled: tuple[str, SubagentResult] | None) -> dict[str, Any]:
-    """A delegation call's ``structuredContent``: its model-visible text, and the settled run's facts or the job id."""
+def structured_content(
+    provider: str, result: ToolResult, settled: tuple[str, SubagentResult] | None, usage: RunUsage | None = None
+) -> dict[str, Any]:
+    """A delegation call's ``structuredContent``: its model-visible text, and the settled run's facts (with its usage
+    totals, checked numbers only) or the job id."""
     content: dict[str, Any] = {"provider": provider, ("error" if result.is_error else "output"): _text(result)}
     if settled is not None:
         run_id, run_result = settled
@@ -84,6 +108,8 @@ def structured_content(provider: str, result: ToolResult, settled: tuple[str, Su
         )
         if isinstance(changes, dict):
             content["changes"] = changes
+        if usage is not None:
+            content["usage"] = usage.to_json()
     elif isinstance(result, ToolSuccess) and isinstance(result.value, dict):
         job_id = result.value.get("job_id")
         if isinstance(job_id, str):

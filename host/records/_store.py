@@ -70,6 +70,8 @@ class RunSummary:
     """The stop reason, or ``running`` / ``incomplete`` when there is no ``run/end``."""
     task: str
     """The first ``TASK_PREVIEW_CHARS`` characters of the prompt's text."""
+    usage: dict[str, Any] | None = None
+    """The ``run/end`` usage totals, when the child reported usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +242,7 @@ def _summary(path: Path) -> RunSummary:
     end = _first(records, "run/end")
     start_data = _data(start)
     duration = _data(end).get("duration_ms")
+    usage = _data(end).get("usage")
     provider = start_data.get("provider")
     return RunSummary(
         run_id=run_id,
@@ -248,6 +251,7 @@ def _summary(path: Path) -> RunSummary:
         duration_ms=duration if isinstance(duration, int) else None,
         status=_status(path, records),
         task=prompt_text(_data(prompt).get("content"))[:TASK_PREVIEW_CHARS],
+        usage=cast("dict[str, Any]", usage) if isinstance(usage, dict) else None,
     )
 
 

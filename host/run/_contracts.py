@@ -77,6 +77,8 @@ class SubagentRequest:
     """The host-minted run id to use (a workspace names its branch after it); ``None``: a fresh one."""
     cwd: str | None = None
     """A host-chosen child cwd (the run's worktree); it wins over the entry's ``cwd`` and the parent's."""
+    traceparent: str | None = None
+    """A checked W3C ``traceparent`` the child is given (ACP ``_meta``, ``TRACEPARENT``); ``None``: none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ later ``start`` raises.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Final, Literal
 
@@ -20,6 +21,7 @@ from host.run._contracts import Capabilities, Provider, SubagentRequest
 from host.run._entry_provider import EntryProvider
 from host.sdk_provider._run import START_ABORTED_MESSAGE, ClientFactory, SdkRun, start_sdk_run
 from host.sdk_provider.client import SdkClient, SdkRunSpec
+from host.telemetry._config import with_traceparent
 
 __all__ = ["HOST_LOGGER_NAME", "DshSdkProvider", "spec_of_entry"]
 
@@ -111,9 +113,12 @@ class DshSdkProvider(Provider):
         await self._entry.aclose()
 
     async def _build_run(self, request: SubagentRequest, cwd: str) -> SdkRun:
+        spec = spec_of_entry(self._config, cwd)
+        if request.traceparent is not None:
+            spec = dataclasses.replace(spec, env=with_traceparent(spec.env, request.traceparent))
         return await start_sdk_run(
             request,
-            spec_of_entry(self._config, cwd),
+            spec,
             task_group=self._task_group,
             on_error=self._entry.log_run_failure,
             client_factory=self._client_factory,

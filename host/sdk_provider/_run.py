@@ -38,7 +38,7 @@ from host.sdk_provider.client import (
     SessionNotification,
     SessionRunOutcome,
 )
-from host.stream import SdkChunkMapper, TextDelta, TranscriptEvent
+from host.stream import SdkChunkMapper, TextDelta, TranscriptEvent, sdk_message_usage
 
 __all__ = ["START_ABORTED_MESSAGE", "ClientFactory", "SdkClientLike", "SdkRun", "resolve_route", "start_sdk_run"]
 
@@ -257,6 +257,8 @@ class SdkRun:
                     self._fold.append_text(self._budget.admit(text))
             if not self._budget.exceeded:
                 self._fold.observe_message(event)
+            if event.get("type") == "assistant/message":
+                self._journal.report_usage(sdk_message_usage(event.get("data")), cumulative_cost=False)
             if self._budget.exceeded:
                 self._freeze()
         elif params.get("status") == "idle":

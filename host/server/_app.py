@@ -53,10 +53,15 @@ async def serve(options: ServeOptions, config: HostConfig, early_signal: EarlySi
     with anyio.open_signal_receiver(*_SIGNALS) as signals, bind_grace_cap(cap):
         if early_signal is not None and early_signal() is not None:
             return False
-        async with Host.open(config, parent_cwd=os.getcwd(), state_dir=options.state_dir) as host:
+        async with Host.open(
+            config,
+            parent_cwd=os.getcwd(),
+            state_dir=options.state_dir,
+            max_concurrent_runs=options.max_concurrent_runs,
+        ) as host:
             notices = Notices()
             remove_listener = host.on_job_done(notices.on_job_done)
-            server = McpServer(host, anyio.CapacityLimiter(options.max_concurrent_runs), notices)
+            server = McpServer(host, notices)
             async with anyio.create_task_group() as group:
                 group.start_soon(notices.run)
                 stopper = Stopper()

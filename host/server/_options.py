@@ -37,7 +37,8 @@ class ServeOptions:
     """The validated ``serve`` arguments."""
 
     config: str | None = None
-    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS
+    max_concurrent_runs: int | None = None
+    """The host-wide run limit (``None``: the config's ``[host] max_concurrent_runs``)."""
     http: tuple[str, int] | None = None
     """``(host, port)`` to serve Streamable HTTP on; ``None`` serves stdio."""
     auth_token: str | None = None
@@ -52,7 +53,7 @@ def parse_serve_options(args: argparse.Namespace) -> ServeOptions:
     Raises:
         ServeUsageError: a bad limit, address or token file.
     """
-    if args.max_concurrent_runs < 1:
+    if args.max_concurrent_runs is not None and args.max_concurrent_runs < 1:
         raise ServeUsageError("subagent-host: --max-concurrent-runs must be at least 1")
     http = _parse_http(args.http) if args.http is not None else None
     token = _read_token(args.auth_token_file) if args.auth_token_file is not None else None

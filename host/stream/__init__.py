@@ -26,8 +26,16 @@ from host.stream._journal import (
     RunJournal,
     StreamFrame,
     TranscriptEvent,
+    usage_of_transcript,
 )
 from host.stream._sdk import SdkChunkMapper
+from host.stream._usage import (
+    RunUsage,
+    UsageCost,
+    acp_prompt_usage,
+    acp_usage_update,
+    sdk_message_usage,
+)
 
 __all__ = [
     "AcpChunkMapper",
@@ -40,11 +48,17 @@ __all__ = [
     "ProviderKind",
     "ReasoningDelta",
     "RunJournal",
+    "RunUsage",
     "SdkChunkMapper",
     "StreamChunk",
     "StreamFrame",
     "TextDelta",
     "ToolCallChunk",
     "TranscriptEvent",
+    "UsageCost",
+    "acp_prompt_usage",
+    "acp_usage_update",
+    "sdk_message_usage",
     "stream_chunk_adapter",
+    "usage_of_transcript",
 ]

@@ -4,15 +4,16 @@
 ``RunJournal`` delivers ``run/start`` first, then each chunk synchronously as the provider's reader hands it over,
 until the run is frozen; ``finish`` then appends and delivers exactly one ``assistant/message`` or
 ``assistant/attempt`` and the ``run/end`` event. ``permission`` appends the closed facts of one unattended
-permission decision (``{request_kind, policy, decision}``) while the run streams. A raising observer is contained
+permission decision (``{request_kind, policy, decision}``) while the run streams; ``usage`` appends one checked
+usage report and folds it into the totals ``run/end`` carries. A raising observer is contained
 and logged; it never changes the run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, field_serializer
 
@@ -20,6 +21,7 @@ from host.diagnostics import PermissionDecision, SubagentResult
 from host.stream._assembler import BlockAssembler
 from host.stream._chunks import StreamChunk, construct_trusted
 from host.stream._log import ChunkLog
+from host.stream._usage import RunUsage, UsageCost, UsageTotals
 
 __all__ = [
     "ChunkFrame",
@@ -30,13 +32,14 @@ __all__ = [
     "StreamFrame",
     "TranscriptEvent",
     "TranscriptEventType",
+    "usage_of_transcript",
 ]
 
 logger = logging.getLogger(__name__)
 
 ProviderKind: TypeAlias = Literal["acp", "dsh-sdk"]
 TranscriptEventType: TypeAlias = Literal[
-    "run/start", "permission", "assistant/message", "assistant/attempt", "run/end", "changes"
+    "run/start", "permission", "usage", "assistant/message", "assistant/attempt", "run/end", "changes"
 ]
 
 _OBSERVER_FAILED: Final = "subagent-host: stream observer failed for run %s: %s"
@@ -109,6 +112,12 @@ class RunJournal:
         self._published = False
         self._frozen = False
         self._finished = False
+        self._usage = UsageTotals()
+
+    @property
+    def usage(self) -> RunUsage | None:
+        """The run's usage totals so far (``None``: the child reported none)."""
+        return self._usage.totals
 
     @property
     def frozen(self) -> bool:
@@ -148,6 +157,14 @@ class RunJournal:
         data = {"request_kind": decision.request, "policy": decision.policy, "decision": decision.decision}
         self._append("permission", data)
 
+    def report_usage(self, report: RunUsage | None, *, cumulative_cost: bool) -> None:
+        """Append a ``usage`` event with the report's checked facts and fold it into the totals; a no-op for
+        ``None``, once frozen, or unpublished."""
+        if report is None or self._frozen or not self._published:
+            return
+        self._usage.add(report, cumulative_cost=cumulative_cost)
+        self._append("usage", report.to_json())
+
     def freeze(self) -> None:
         """Fix the stream: later chunks are dropped. Idempotent."""
         self._frozen = True
@@ -183,6 +200,9 @@ class RunJournal:
         end: dict[str, Any] = {"stop_reason": result.stop_reason}
         if result.diagnostic is not None:
             end["diagnostic"] = result.diagnostic
+        totals = self._usage.totals
+        if totals is not None:
+            end["usage"] = totals.to_json()
         self._append("run/end", end)
 
     def _append(self, event_type: TranscriptEventType, data: dict[str, Any]) -> None:
@@ -199,3 +219,21 @@ class RunJournal:
             self._on_frame(frame)
         except Exception as exc:  # containment boundary: a stream observer never changes the run
             logger.warning(_OBSERVER_FAILED, self._run_id, exc)
+
+
+def usage_of_transcript(transcript: Sequence[TranscriptEvent]) -> RunUsage | None:
+    """The usage totals a finished run's ``run/end`` carries (``None``: none, or the run has not ended)."""
+    if not transcript or transcript[-1].type != "run/end":
+        return None
+    data = transcript[-1].data.get("usage")
+    if not isinstance(data, dict):
+        return None
+    usage = cast("dict[str, Any]", data)
+    cost = cast("dict[str, Any] | None", usage.get("cost"))
+    return RunUsage(
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        context_tokens=usage.get("context_tokens"),
+        context_size=usage.get("context_size"),
+        cost=UsageCost(cost["amount"], cost["currency"]) if cost is not None else None,
+    )

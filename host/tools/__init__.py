@@ -20,6 +20,7 @@ from host.tools._job_tools import JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, crea
 from host.tools._jobs import JobDoneListener, JobRunner
 from host.tools._registry import ToolRegistry
 from host.tools._results import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT
+from host.tools._slots import RunSlots
 from host.tools._timeout_policy import install_timeout_policy
 from host.tools._types import ToolExecutionInput, ToolFailure, ToolResult, ToolRunContext, ToolSuccess
 
@@ -35,6 +36,7 @@ __all__ = [
     "JobRunner",
     "ParentCwdOf",
     "RunHooks",
+    "RunSlots",
     "ToolExecutionInput",
     "ToolFailure",
     "ToolRegistry",

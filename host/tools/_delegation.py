@@ -22,9 +22,11 @@ from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
 from host.run._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.run._spawned import observe_spawns
-from host.stream import EventFrame, FrameObserver, StreamFrame
+from host.stream import EventFrame, FrameObserver, RunUsage, StreamFrame, usage_of_transcript
+from host.telemetry._config import valid_traceparent
 from host.tools._define import define_tool
 from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
+from host.tools._slots import RunSlots
 from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
 from host.workspace import Changes
 
@@ -71,6 +73,12 @@ class RunHooks:
     """Called with ``(run_id, result)`` as soon as the run settled, before it is disposed."""
     on_spawn: Callable[[], None] | None = None
     """Called once the run's child process was spawned, before its handshake (a host-side fact only)."""
+    traceparent: str | None = None
+    """The caller's W3C trace context (e.g. MCP ``_meta.traceparent``): the run's span is its child, and the
+    child gets the trace; an invalid value is ignored (docs/behaviour.md#telemetry-spans)."""
+    on_usage: Callable[[str, RunUsage], None] | None = None
+    """Called with ``(run_id, usage totals)`` as soon as the run settled, before ``on_result``, when the child
+    reported usage (checked numbers only, docs/behaviour.md#records-usage)."""
 
 
 HooksOf = Callable[[ToolRunContext], RunHooks | None]
@@ -153,6 +161,7 @@ def create_delegation_tool(
     parent_cwd_of: ParentCwdOf | None = None,
     jobs: Callable[[], JobRunner | None] | None = None,
     hooks_of: HooksOf | None = None,
+    slots: RunSlots | None = None,
 ) -> ToolDefinition:
     """Build ``delegate_<entry name>`` for ``provider``, declaring the entry's ``timeout_ms``.
 
@@ -163,6 +172,8 @@ def create_delegation_tool(
         jobs: returns the job runner at call time; without one, background calls raise
             ``background jobs unavailable``.
         hooks_of: returns the per-call hooks of a foreground call.
+        slots: the host-wide run limit a foreground run holds a slot of from before its start until it was
+            disposed (a background job holds one through its runner).
     """
 
     async def delegate(args: DelegateArgs, ctx: ToolRunContext) -> JsonValue:
@@ -176,18 +187,16 @@ def create_delegation_tool(
             parent_cwd=parent_cwd_of(ctx.agent) if parent_cwd_of is not None else None,
             on_frame=changes.observe if changes is not None else on_frame,
             workspace=args.workspace,
+            traceparent=valid_traceparent(hooks.traceparent) if hooks is not None else None,
         )
         check_capabilities(provider, request)
         if args.run_in_background:
             return _start_background(provider, request, jobs() if jobs is not None else None, entry.timeout_ms)
-        with observe_spawns(hooks.on_spawn if hooks is not None else None):
-            run = await provider.start(request)
-        if hooks is not None and hooks.on_result is not None:
-            await _report_result(run, hooks.on_result)
-        value = await settle_foreground_run(run)
-        if changes is not None and changes.data is not None:
-            value["changes"] = changes.data
-        return value
+        if slots is None:
+            return await _run_foreground(provider, request, hooks, changes)
+        # Cancelled while queued, no slot is held: the start then settles aborted before any spawn.
+        async with slots.hold(ctx.signal):
+            return await _run_foreground(provider, request, hooks, changes)
 
     return define_tool(
         delegation_tool_name(entry.name),
@@ -213,6 +222,19 @@ class _ChangesCapture:
             self._forward(frame)
 
 
+async def _run_foreground(
+    provider: Provider, request: SubagentRequest, hooks: RunHooks | None, changes: _ChangesCapture | None
+) -> JsonValue:
+    with observe_spawns(hooks.on_spawn if hooks is not None else None):
+        run = await provider.start(request)
+    if hooks is not None and (hooks.on_result is not None or hooks.on_usage is not None):
+        await _report_result(run, hooks)
+    value = await settle_foreground_run(run)
+    if changes is not None and changes.data is not None:
+        value["changes"] = changes.data
+    return value
+
+
 def _start_background(
     provider: Provider, request: SubagentRequest, jobs: JobRunner | None, timeout_ms: float | None
 ) -> JsonValue:
@@ -233,6 +255,7 @@ def _start_background(
             agent_options=request.agent_options,
             on_frame=observe,
             workspace=request.workspace,
+            traceparent=request.traceparent,
         )
         return await provider.start(job_request)
 
@@ -241,15 +264,24 @@ def _start_background(
     return {"kind": "background", "job_id": job_id}
 
 
-async def _report_result(run: SubagentRun, on_result: Callable[[str, SubagentResult], None]) -> None:
+async def _report_result(run: SubagentRun, hooks: RunHooks) -> None:
     try:
         result = await run.result()
     except Exception:  # result() never raises; if it does anyway, settle_foreground_run reports it after dispose
         return
+    on_usage, on_result = hooks.on_usage, hooks.on_result
+    usage = usage_of_transcript(run.transcript) if on_usage is not None else None
+    if on_usage is not None and usage is not None:
+        _contained(run.id, lambda: on_usage(run.id, usage))
+    if on_result is not None:
+        _contained(run.id, lambda: on_result(run.id, result))
+
+
+def _contained(run_id: str, observe: Callable[[], None]) -> None:
     try:
-        on_result(run.id, result)
+        observe()
     except Exception:  # containment boundary: a result observer never changes the call or skips the dispose
-        logger.exception("subagent-host: result observer failed for run %s", run.id)
+        logger.exception("subagent-host: result observer failed for run %s", run_id)
 
 
 # Bounds the shielded dispose when the awaiting task itself is cancelled (the ladder bounds it normally).

@@ -1,7 +1,9 @@
 """One-shot background subagent jobs, with the reference's job texts (``job_output`` / ``job_list`` / ``job_kill``).
 
 A ``JobRunner`` owns its jobs: each runs in the runner's task group under its own ``CancelController``, and its
-run is always disposed before the outcome is recorded (``settle_job_start``). A job is final-output only: a read
+run is always disposed before the outcome is recorded (``settle_job_start``). Given ``RunSlots``, a job holds a slot
+from before its start until its run was disposed; until one frees it is ``queued``, and a kill (or its timeout)
+then settles it without starting a child (docs/behaviour.md#results-run-slots). A job is final-output only: a read
 returns nothing while it runs and its full answer on every read once it settled. ``kill`` moves a live job to
 ``stopping`` until it settles. A job honours its entry's ``timeout_ms``: the deadline settles it ``failed`` with
 the timeout text as its detail. ``aclose`` kills every live job and waits, shielded and bounded, until each one
@@ -28,11 +30,13 @@ from host.config import DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES, DEFAULT_MAX_FINIS
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
 from host.run._contracts import SubagentRun
 from host.stream import FrameObserver, StreamFrame
+from host.tools._slots import RunSlots
 
 __all__ = [
     "BACKGROUND_JOBS_UNAVAILABLE",
     "JOBS_CLOSE_TIMEOUT_S",
     "JOB_KIND_SUBAGENT",
+    "JOB_QUEUED_STATUS_LINE",
     "JOB_RUNNING_STATUS_LINE",
     "JOB_STOPPING_STATUS_LINE",
     "JOB_TIMEOUT_CODE",
@@ -50,6 +54,8 @@ BACKGROUND_JOBS_UNAVAILABLE: Final = "background jobs unavailable"
 """Raised by a tool that needs a job runner when the host has none."""
 JOB_KIND_SUBAGENT: Final = "subagent"
 """The kind of a delegation job, and the prefix of its id (``subagent-<n>``)."""
+JOB_QUEUED_STATUS_LINE: Final = "[status: queued]"
+"""The status line of a job waiting for a run slot (a deviation: the reference has no ``queued`` status)."""
 JOB_RUNNING_STATUS_LINE: Final = "[status: running]"
 """The status line of a job that has not settled and was not killed."""
 JOB_STOPPING_STATUS_LINE: Final = "[status: stopping]"
@@ -63,7 +69,7 @@ JOB_TIMEOUT_CODE: Final = "TOOL_TIMEOUT"
 JOBS_CLOSE_TIMEOUT_S: Final = 30.0
 """Bounds how long ``JobRunner.aclose`` waits for killed jobs to settle (each run's ladder bounds it normally)."""
 
-LiveJobStatus: TypeAlias = Literal["running", "stopping", "completed", "killed", "failed"]
+LiveJobStatus: TypeAlias = Literal["queued", "running", "stopping", "completed", "killed", "failed"]
 
 _KILL_REQUESTED: Final = "requested cancellation of job {job_id}"
 _ALREADY_FINISHED: Final = "job {job_id} had already finished {status_line}"
@@ -89,6 +95,8 @@ class _Job:
     id: str
     label: str
     controller: CancelController = field(default_factory=CancelController)
+    queued: bool = False
+    """Waiting for a run slot: no child has been started."""
     stopping: bool = False
     outcome: JobOutcome | None = None
     reported: bool = False
@@ -100,12 +108,16 @@ class _Job:
     def status(self) -> LiveJobStatus:
         if self.outcome is not None:
             return self.outcome.status
-        return "stopping" if self.stopping else "running"
+        if self.stopping:
+            return "stopping"
+        return "queued" if self.queued else "running"
 
     def status_line(self) -> str:
         if self.outcome is not None:
             return status_line(self.outcome)
-        return JOB_STOPPING_STATUS_LINE if self.stopping else JOB_RUNNING_STATUS_LINE
+        if self.stopping:
+            return JOB_STOPPING_STATUS_LINE
+        return JOB_QUEUED_STATUS_LINE if self.queued else JOB_RUNNING_STATUS_LINE
 
 
 class JobRunner:
@@ -115,6 +127,7 @@ class JobRunner:
         task_group: runs every job body; it must outlive ``aclose``.
         max_finished_jobs: how many finished jobs are kept; the oldest finished is evicted first.
         max_finished_output_bytes: how many UTF-8 bytes of finished jobs' texts (output and detail) are kept.
+        slots: the host-wide run limit every job's run counts against (``None``: jobs are not limited).
     """
 
     def __init__(
@@ -123,8 +136,10 @@ class JobRunner:
         *,
         max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS,
         max_finished_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES,
+        slots: RunSlots | None = None,
     ) -> None:
         self._task_group = task_group
+        self._slots = slots
         self._jobs: dict[str, _Job] = {}
         self._max_finished_jobs = max_finished_jobs
         self._max_finished_output_bytes = max_finished_output_bytes
@@ -149,9 +164,15 @@ class JobRunner:
         """
         if self._closed:
             raise SubagentHostError(_RUNNER_CLOSED)
-        job = _Job(id=f"{JOB_KIND_SUBAGENT}-{next(self._numbers)}", label=label)
+        # A free slot is taken at once, so a job that need not wait is never listed queued.
+        slot = self._slots.claim_nowait() if self._slots is not None else None
+        job = _Job(
+            id=f"{JOB_KIND_SUBAGENT}-{next(self._numbers)}",
+            label=label,
+            queued=self._slots is not None and slot is None,
+        )
         self._jobs[job.id] = job
-        self._task_group.start_soon(self._run_job, job, starter, timeout_ms, name=f"subagent job {job.id}")
+        self._task_group.start_soon(self._run_job, job, starter, timeout_ms, slot, name=f"subagent job {job.id}")
         return job.id
 
     def read(self, job_id: str) -> str:
@@ -265,17 +286,24 @@ class JobRunner:
             raise JobNotFoundError(_UNKNOWN_JOB.format(job_id=job_id))
         return job
 
-    async def _run_job(self, job: _Job, starter: JobStarter, timeout_ms: float | None) -> None:
+    async def _run_job(self, job: _Job, starter: JobStarter, timeout_ms: float | None, slot: object | None) -> None:
         outcome: JobOutcome | None = None
         try:
             async with deadline(job.controller.signal, timeout_ms or 0, JOB_TIMEOUT_CODE) as signal:
-                outcome = await settle_job_start(_start(starter, signal), signal)
+                if self._slots is not None and slot is None:
+                    slot = await self._slots.claim(signal)
+                    job.queued = False
+                # Killed (or timed out) while queued: settled without starting a child.
+                if self._slots is None or slot is not None:
+                    outcome = await settle_job_start(_start(starter, signal), signal)
             if timeout_ms is not None and timeout_of(signal, JOB_TIMEOUT_CODE) is not None:
                 outcome = JobOutcome("failed", detail=_TIMED_OUT.format(ms=format_ms(timeout_ms)))
         except Exception as exc:  # containment boundary: a job body never takes the owner's task group down
             logger.exception("subagent-host: background job %s failed unexpectedly", job.id)
             outcome = JobOutcome("failed", detail=describe_error(exc))
         finally:
+            if self._slots is not None and slot is not None:
+                self._slots.release(slot)
             job.outcome = outcome if outcome is not None else JobOutcome("killed")
             if job.waiters:
                 job.reported = True

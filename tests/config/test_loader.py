@@ -263,7 +263,13 @@ def test_the_host_table_bounds_finished_jobs_with_defaults_256_and_64_mib() -> N
     assert (configured.max_finished_jobs, configured.max_finished_job_output_bytes) == (3, 1024)
 
 
-@pytest.mark.parametrize("key", ["max_finished_jobs", "max_finished_job_output_bytes"])
+def test_the_host_table_limits_live_runs_with_default_8() -> None:
+    assert parse_config({"providers": _ONE_PROVIDER}).max_concurrent_runs == 8
+    configured = parse_config({"providers": _ONE_PROVIDER, "host": {"max_concurrent_runs": 2}})
+    assert configured.max_concurrent_runs == 2
+
+
+@pytest.mark.parametrize("key", ["max_finished_jobs", "max_finished_job_output_bytes", "max_concurrent_runs"])
 @pytest.mark.parametrize("bad", [0, -1, 1.0, True, "8", 2**53])
 def test_a_finished_job_bound_must_be_a_positive_safe_integer(key: str, bad: object) -> None:
     with pytest.raises(ConfigError) as caught:

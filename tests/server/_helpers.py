@@ -29,8 +29,10 @@ __all__ = [
     "acp_entry",
     "client_session",
     "fake_agents",
+    "most_fake_agents",
     "serve_args",
     "serve_params",
+    "until_fake_agents",
     "write_config",
 ]
 
@@ -70,6 +72,24 @@ def fake_agents(root_pid: int) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
+
+
+async def until_fake_agents(root_pid: int, count: int, poll_s: float = 0.05) -> None:
+    """Poll the OS until exactly ``count`` fake agents live under ``root_pid`` (callers bound this)."""
+    while True:
+        if len(fake_agents(root_pid)) == count:
+            return
+        await anyio.sleep(poll_s)
+
+
+async def most_fake_agents(root_pid: int, seconds: float, poll_s: float = 0.05) -> int:
+    """The largest number of live fake agents under ``root_pid`` seen while sampling for ``seconds``."""
+    most = 0
+    with anyio.move_on_after(seconds):
+        while True:
+            most = max(most, len(fake_agents(root_pid)))
+            await anyio.sleep(poll_s)
+    return most
 
 
 class RawServer:
