@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_CONCURRENT_RUNS: Final = 8
-"""The host-wide limit of concurrent tool calls; excess calls queue."""
+"""The run limit when neither ``--max-concurrent-runs`` nor ``[host] max_concurrent_runs`` sets one (as the config)."""
 DEFAULT_HTTP_HOST: Final = "127.0.0.1"
 """Where ``--http PORT`` or ``--http :PORT`` binds."""
 

@@ -6,6 +6,7 @@ never reach a record."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ async def test_acp_usage_updates_and_the_prompt_usage_are_recorded_and_totalled(
         {"input_tokens": 1000, "output_tokens": 200},
     ]
     assert records[-1]["type"] == "run/end" and records[-1]["data"]["usage"] == ACP_TOTALS
-    assert "  completed  0.7500 USD  hi" in listed
+    assert re.search(r"  completed +0\.7500 USD  hi$", listed, re.M)
     assert listed_json["runs"][0]["usage"] == ACP_TOTALS
 
 
@@ -102,7 +103,7 @@ async def test_hostile_acp_usage_keeps_only_checked_numbers(tmp_path: Path) -> N
     assert obj["usage"] == {"context_size": 100}
     assert [r["data"] for r in records if r["type"] == "usage"] == [{"context_size": 100}]
     assert records[-1]["data"]["usage"] == {"context_size": 100}
-    assert "  completed  -  hi" in listed
+    assert re.search(r"  completed +-  hi$", listed, re.M)
     raw = (next((tmp_path / "state" / "runs").glob("*.jsonl"))).read_text()
     assert "usd" not in raw and "NaN" not in raw and "\\u001b" not in raw and "999" not in raw
 
@@ -119,7 +120,7 @@ async def test_sdk_message_usage_adds_up_per_step(tmp_path: Path) -> None:
         {"input_tokens": 700, "output_tokens": 50, "cost": {"amount": 0.5, "currency": "EUR"}},
     ]
     assert records[-1]["data"]["usage"] == SDK_TOTALS
-    assert "  completed  0.7500 EUR  hi" in listed
+    assert re.search(r"  completed +0\.7500 EUR  hi$", listed, re.M)
 
 
 async def test_hostile_sdk_usage_leaves_no_usage_at_all(tmp_path: Path) -> None:
