@@ -66,6 +66,8 @@ async def test_json_object_of_every_acp_snapshot_scenario_is_the_result_plus_run
         result = json.loads(snapshot_path("acp", name).read_text(encoding="utf-8"))
         status = {"completed": 0, "refusal": 3, "max-tokens": 4}.get(result["stop_reason"], 1)
         expected[name] = (status, {"run_id": "<run_id>", "provider": "acp", **result})
+    # The one scenario whose child reports usage (a usage_update of 1 of 10 context tokens) carries its totals.
+    expected["extra-updates"][1]["usage"] = {"context_tokens": 1, "context_size": 10}
     assert actual == expected
     for name in SCENARIOS:
         # A denial under the reject policy names its fix; no other scenario has a host-side hint.
