@@ -52,7 +52,13 @@ class LocalExecutor(Executor):
                 await job.deliver(await run_item(host, plan, job.stop))
 
         async with (
-            Host.open(job.config, parent_cwd=_cwd_of, state_dir=job.state_dir) as host,
+            # The workers are the batch's own concurrency: the host's run limit never holds them below it.
+            Host.open(
+                job.config,
+                parent_cwd=_cwd_of,
+                state_dir=job.state_dir,
+                max_concurrent_runs=max(job.config.max_concurrent_runs, self._workers),
+            ) as host,
             anyio.create_task_group() as group,
         ):
             for number in range(min(self._workers, len(job.plans))):
