@@ -178,16 +178,18 @@ class Host:
         if max_concurrent_runs is not None and (type(max_concurrent_runs) is not int or max_concurrent_runs < 1):
             raise ValueError("max_concurrent_runs must be an integer >= 1")
         parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
+        workspaces = Workspaces(resolve_state_dir(state_dir))
         recording = (
             RunRecording(
                 state_dir=resolve_state_dir(state_dir) if state_dir is not None else None,
                 keep_runs=config.keep_runs,
                 on_record=on_record,
+                # Retention also deletes a pruned worktree run's branch, patch and changes file.
+                on_pruned=workspaces.delete_branches if state_dir is not None else None,
             )
             if state_dir is not None or on_record is not None
             else None
         )
-        workspaces = Workspaces(resolve_state_dir(state_dir))
         # Worktrees left locked by a host that died are salvaged (delta kept as patch + branch) and removed.
         await reclaim_worktrees(workspaces)
         # While a host is open its children are enrolled with the keeper, which ends them if this process dies.

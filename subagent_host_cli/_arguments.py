@@ -61,6 +61,12 @@ def add_batch(
         "--timeout-ms", metavar="N", type=positive_ms, help="each attempt's deadline (default: the entry's)"
     )
     batch.add_argument("--permission", choices=("allow", "reject"), help="override the ACP entries' permission policy")
+    batch.add_argument(
+        "--workspace",
+        choices=("shared", "worktree"),
+        help="the workspace of items that set none (default: the entry's): worktree runs each child in a git "
+        "worktree of its own and keeps its changes under OUTDIR (runs apply --state-dir OUTDIR RUN_ID)",
+    )
     return batch
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 from pydantic import BaseModel
@@ -29,6 +29,7 @@ from host.tools import TOOL_TIMEOUT, RunHooks, ToolFailure, ToolResult
 
 __all__ = [
     "RETRY_BACKOFF_MAX_S",
+    "DiscardChanges",
     "RETRY_BACKOFF_S",
     "ItemOutcome",
     "ItemPlan",
@@ -40,8 +41,8 @@ RETRY_BACKOFF_S: Final = 0.5
 """The wait before the first retry; it doubles for every further one (tests may lower it)."""
 RETRY_BACKOFF_MAX_S: Final = 8.0
 """Bounds the wait between two attempts."""
-PASSED_THROUGH: Final = ("session_id", "changes")
-"""Result fields copied into the result line when a run's result carries them (sessions, worktrees)."""
+PASSED_THROUGH: Final = ("session_id",)
+"""Result fields copied into the result line when a run's result carries them (sessions)."""
 
 _FAILURE_FACTS: Final = re.compile(r"Subagent failure \(provider: [^;)]+; stage: ([a-z-]+); category: ([a-z-]+)")
 _FAILURE_LINE: Final = re.compile(r"Subagent failure \([^)\n]*\)")
@@ -63,6 +64,8 @@ class ItemPlan:
     retries: int
     """How many more attempts an infrastructure failure gets."""
     backoff_s: float = RETRY_BACKOFF_S
+    workspace: Literal["shared", "worktree"] | None = None
+    """The delegation's ``workspace`` argument (``None``: the entry's setting)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +89,16 @@ class _Attempt:
     on_run: Callable[[str], None] | None
     run_id: str | None = None
     result: SubagentResult | None = None
+    changes: dict[str, Any] | None = None
+    """A worktree run's ``changes`` event data (also when the run failed: its branch and patch are kept)."""
 
     def on_frame(self, frame: StreamFrame) -> None:
-        if self.on_run is not None and isinstance(frame, EventFrame) and frame.event.type == "run/start":
+        if not isinstance(frame, EventFrame):
+            return
+        if frame.event.type == "run/start" and self.on_run is not None:
             self.on_run(frame.run_id)
+        elif frame.event.type == "changes":
+            self.changes = dict(frame.event.data)
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
         self.run_id = run_id
@@ -106,12 +115,22 @@ def is_infrastructure_failure(diagnostic: str | None) -> bool:
     return facts is not None and facts.group(1) in _RETRY_STAGES and facts.group(2) in _RETRY_CATEGORIES
 
 
+DiscardChanges = Callable[[Iterable[str]], Awaitable[None]]
+"""Deletes the kept changes (branch, patch, changes file) of the given run ids (``Workspaces.delete_branches``)."""
+
+
 async def run_item(
-    host: Host, plan: ItemPlan, stop: CancelSignal, *, on_run: Callable[[str], None] | None = None
+    host: Host,
+    plan: ItemPlan,
+    stop: CancelSignal,
+    *,
+    on_run: Callable[[str], None] | None = None,
+    discard_changes: DiscardChanges | None = None,
 ) -> ItemOutcome:
     """Run ``plan`` on ``host`` until it has a result or the batch's ``stop`` fires, retrying infrastructure
     failures up to ``plan.retries`` times with a doubling back-off; ``on_run`` gets each attempt's run id as its run
-    starts."""
+    starts. A worktree attempt that is retried has its kept changes deleted by ``discard_changes`` first (so the
+    retries of one item leave at most one branch: the last attempt's)."""
     started = time.monotonic()
     attempts = 0
     while True:
@@ -121,6 +140,9 @@ async def run_item(
             return ItemOutcome(plan.item.id, None)
         if attempts > plan.retries or not is_infrastructure_failure(line.get("diagnostic")):
             break
+        if discard_changes is not None and "changes" in line and line.get("run_id"):
+            with anyio.CancelScope(shield=True):
+                await discard_changes([line["run_id"]])
         delay = min(RETRY_BACKOFF_MAX_S, plan.backoff_s * 2 ** (attempts - 1))
         with anyio.move_on_after(delay):
             await stop.wait()
@@ -138,13 +160,15 @@ async def _attempt(
     arguments: dict[str, Any] = {"task": plan.item.task}
     if plan.item.label is not None:
         arguments["label"] = plan.item.label
+    if plan.workspace is not None:
+        arguments["workspace"] = plan.workspace
     async with deadline(stop, plan.timeout_ms or 0, TOOL_TIMEOUT) as signal:
         tool_result = await host.execute(
             delegation_tool_name(plan.provider),
             arguments,
             signal=signal,
             agent=plan.cwd,
-            hooks=RunHooks(on_result=attempt.on_result, on_frame=attempt.on_frame if on_run else None),
+            hooks=RunHooks(on_result=attempt.on_result, on_frame=attempt.on_frame),
         )
         timed_out = not stop.cancelled and timeout_of(signal, TOOL_TIMEOUT) is not None
     result = attempt.result
@@ -167,6 +191,8 @@ async def _attempt(
         line["error_code"] = TOOL_TIMEOUT
     if result is not None:
         line.update(_passed_through(result))
+    if attempt.changes is not None:
+        line["changes"] = attempt.changes
     return line
 
 

@@ -87,6 +87,7 @@ async def open_batch(
     retries: int = 0,
     timeout_ms: float | None = None,
     permission: Literal["allow", "reject"] | None = None,
+    workspace: Literal["shared", "worktree"] | None = None,
     redo_existing: bool = False,
     item_slice: str | None = None,
     hints_of: HintsOf | None = None,
@@ -104,6 +105,10 @@ async def open_batch(
         retries: extra attempts for an infrastructure failure.
         timeout_ms: each attempt's deadline unless the item sets one (default: the entry's ``timeout_ms``).
         permission: overrides the permission policy of the ACP entries the items use.
+        workspace: the workspace of items that set none (default: each entry's ``workspace``). ``worktree`` runs
+            each such item in a git worktree of its own; its changes are kept under ``outdir`` (the patch in
+            ``runs/<run_id>.patch``, a ``subagent-host/<run_id>`` branch) and its result line carries ``changes``.
+            Worktree items need the local executor (a remote worker's worktree store is not ``outdir``).
         redo_existing: run ids that already have a result line again.
         item_slice: ``START:STOP`` over the valid items.
         hints_of: adds ``hints`` to a result line.
@@ -126,7 +131,16 @@ async def open_batch(
         items = _resolved(items, names, default)
     items = select_slice(list(items), item_slice)
     base_cwd = _directory(cwd)
-    plans = _plans(config, items, base_cwd=base_cwd, retries=retries, timeout_ms=timeout_ms, backoff_s=retry_backoff_s)
+    plans = _plans(
+        config,
+        items,
+        base_cwd=base_cwd,
+        retries=retries,
+        timeout_ms=timeout_ms,
+        backoff_s=retry_backoff_s,
+        workspace=workspace,
+    )
+    _check_worktrees_run_locally(config, plans, executor)
     job_config = _job_config(config, {plan.provider for plan in plans}, permission, items)
     state_dir, results = _open_results(outdir)
     started = time.monotonic()
@@ -286,6 +300,7 @@ def _plans(
     retries: int,
     timeout_ms: float | None,
     backoff_s: float,
+    workspace: Literal["shared", "worktree"] | None,
 ) -> list[ItemPlan]:
     plans: list[ItemPlan] = []
     for item in items:
@@ -300,9 +315,20 @@ def _plans(
                 timeout_ms=budget if budget is not None else entry.timeout_ms,
                 retries=retries,
                 backoff_s=backoff_s,
+                workspace=item.workspace if item.workspace is not None else workspace,
             )
         )
     return plans
+
+
+def _check_worktrees_run_locally(config: HostConfig, plans: Sequence[ItemPlan], executor: Executor) -> None:
+    """Worktree items keep their changes in the batch's state directory, which only the local executor's host
+    writes to (a Ray worker's host has its own state directory on its node)."""
+    if isinstance(executor, LocalExecutor):
+        return
+    for plan in plans:
+        if (plan.workspace or config.providers[plan.provider].workspace) == "worktree":
+            raise BatchInputError(f'item "{plan.item.id}" runs in a worktree, which needs --executor local')
 
 
 def _job_config(config: HostConfig, used: set[str], permission: str | None, items: Sequence[BatchItem]) -> HostConfig:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Final
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -39,6 +39,9 @@ class BatchItem(BaseModel):
     """A short label for logs and records."""
     timeout_ms: Annotated[StrictInt, Field(gt=0, le=_MAX_TIMEOUT_MS)] | None = None
     """This item's deadline per attempt (default: ``--timeout-ms``, else the entry's ``timeout_ms``)."""
+    workspace: Literal["shared", "worktree"] | None = None
+    """``worktree``: the child works in a git worktree of its own and its changes are kept as a patch and a branch
+    (default: ``--workspace``, else the entry's ``workspace``)."""
 
 
 def parse_items(

@@ -14,6 +14,7 @@ import anyio
 from host._host import Host
 from host.batch._attempt import run_item
 from host.batch._executor import BatchJob, Executor
+from host.workspace import Workspaces
 
 __all__ = ["DEFAULT_WORKERS", "LocalExecutor"]
 
@@ -43,13 +44,14 @@ class LocalExecutor(Executor):
         if not job.plans:
             return
         plans = iter(job.plans)
+        workspaces = Workspaces(job.state_dir)  # the host's own worktree store (same state directory)
 
         async def work(host: Host) -> None:
             for plan in plans:  # one iterator shared by every worker: each item is taken once, in order
                 if job.stop.cancelled:
                     return
                 job.on_start(plan.item.id)
-                await job.deliver(await run_item(host, plan, job.stop))
+                await job.deliver(await run_item(host, plan, job.stop, discard_changes=workspaces.delete_branches))
 
         async with (
             # The workers are the batch's own concurrency: the host's run limit never holds them below it.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
@@ -30,7 +30,15 @@ from host.records._writer import TranscriptWriter
 from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.stream import ProviderKind, StreamFrame, TranscriptEvent
 
-__all__ = ["FLUSH_INTERVAL_S", "KEEP_EVERY_RUN", "ChildFacts", "ClosableProvider", "RunRecording"]
+__all__ = [
+    "DROP_PRUNED_TIMEOUT_S",
+    "FLUSH_INTERVAL_S",
+    "KEEP_EVERY_RUN",
+    "ChildFacts",
+    "ClosableProvider",
+    "PrunedRunsHandler",
+    "RunRecording",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +47,12 @@ KEEP_EVERY_RUN: Final = sys.maxsize
 batch directory keeps every run, and counting thousands of files after each run would cost quadratic time)."""
 FLUSH_INTERVAL_S: Final = 0.1
 """How often coalesced deltas are flushed (so none waits longer than the 200 ms coalescing window)."""
+DROP_PRUNED_TIMEOUT_S: Final = 60.0
+"""Bounds deleting what retention pruned beyond the transcripts (branches, patches) in one run's dispose."""
+
+PrunedRunsHandler = Callable[[list[str]], Awaitable[None]]
+"""Deletes what else a pruned run kept (a worktree run's branch, patch and changes file); awaited by the dispose
+of the run whose retention pruned them, and only when retention removed something."""
 
 
 @runtime_checkable
@@ -69,12 +83,22 @@ class RunRecording:
         state_dir: where ``runs/`` lives (``None``: nothing is written, records are only observed).
         keep_runs: how many of the newest runs retention keeps after each recorded run.
         on_record: the live observer of every record.
+        on_pruned: deletes what else the runs retention pruned kept (``Workspaces.delete_branches``).
     """
 
-    def __init__(self, *, state_dir: Path | None, keep_runs: int, on_record: RecordObserver | None) -> None:
+    def __init__(
+        self,
+        *,
+        state_dir: Path | None,
+        keep_runs: int,
+        on_record: RecordObserver | None,
+        on_pruned: PrunedRunsHandler | None = None,
+    ) -> None:
         self._state_dir = state_dir
         self._keep_runs = keep_runs
         self._on_record = on_record
+        self._on_pruned = on_pruned
+        self._pruned: list[str] = []
         self._active: set[RunRecorder] = set()
         self._version = package_version()
 
@@ -143,9 +167,23 @@ class RunRecording:
         assert self._state_dir is not None
         try:
             if count_transcripts(self._state_dir) > self._keep_runs:
-                prune_runs(self._state_dir, self._keep_runs)
+                removed = prune_runs(self._state_dir, self._keep_runs).removed
+                if self._on_pruned is not None:
+                    self._pruned.extend(removed)
         except OSError as exc:
             logger.warning("subagent-host: pruning run records failed: %s", exc.strerror)
+
+    async def drop_pruned(self) -> None:
+        """Hand the runs retention pruned since the last call to ``on_pruned`` (shielded, bounded; nothing to do,
+        the common case, costs nothing)."""
+        if not self._pruned or self._on_pruned is None:
+            return
+        pruned, self._pruned = self._pruned, []
+        with anyio.CancelScope(shield=True), anyio.move_on_after(DROP_PRUNED_TIMEOUT_S):
+            try:
+                await self._on_pruned(pruned)
+            except Exception:  # containment boundary: retention never changes a run's dispose
+                logger.warning("subagent-host: deleting what pruned runs kept failed", exc_info=True)
 
 
 class _RecordingProvider:
@@ -192,7 +230,7 @@ class _RecordingProvider:
             self._recording.finish_run(recorder, stderr)
             raise
         box.append(run)
-        return _RecordedRun(run, lambda: self._recording.finish_run(recorder, stderr))
+        return _RecordedRun(run, lambda: self._recording.finish_run(recorder, stderr), self._recording.drop_pruned)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -201,9 +239,12 @@ class _RecordingProvider:
 class _RecordedRun:
     """A run whose ``dispose`` also finishes its record."""
 
-    def __init__(self, inner: SubagentRun, finish: Callable[[], None]) -> None:
+    def __init__(
+        self, inner: SubagentRun, finish: Callable[[], None], drop_pruned: Callable[[], Awaitable[None]]
+    ) -> None:
         self._inner = inner
         self._finish = finish
+        self._drop_pruned = drop_pruned
 
     @property
     def id(self) -> str:
@@ -221,6 +262,7 @@ class _RecordedRun:
             await self._inner.dispose()
         finally:
             self._finish()
+            await self._drop_pruned()
 
 
 def _prompt_sent(kind: ProviderKind, prompt: list[ContentBlock]) -> list[ContentBlock]:
