@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
         (['{"id": "a", "task": "x", "timeout_ms": -5}'], 'line 1: field "timeout_ms"'),
         (['{"id": 7, "task": "x"}'], 'line 1: field "id"'),
         (["[1, 2]"], "line 1: expected a JSON object, got an array"),
-        (['{"id": "a", "task": "x", "workspace": "worktree"}'], 'line 1: unknown field "workspace"'),
+        (['{"id": "a", "task": "x", "workspace": "elsewhere"}'], 'line 1: field "workspace"'),
     ],
 )
 async def test_bad_line_exits_2_naming_the_line_and_runs_nothing(

@@ -118,11 +118,3 @@ async def test_worktree_items_need_the_local_executor(tmp_path: Path) -> None:
         ):
             pass
     assert not (tmp_path / "out" / "results.jsonl").exists()
-
-
-async def test_a_bad_workspace_value_is_an_input_error(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"agent": acp_entry()})
-    tasks = tasks_file(tmp_path / "tasks.jsonl", [{"id": "a", "task": "t", "workspace": "elsewhere"}])
-    done = await run_batch(str(tasks), "-o", str(tmp_path / "out"), "--config", str(config), cwd=tmp_path)
-    assert done.returncode == 2
-    assert b'line 1: field "workspace"' in done.stderr
