@@ -6,9 +6,9 @@ non-aggregate start failure after cancellation as a clean kill. Neither raises f
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from host._exceptions import AggregateError, describe_error
 from host.diagnostics._foreground import text_of
@@ -43,6 +43,9 @@ class JobOutcome:
     """The text blocks of a completed run's output, joined with no separator."""
     detail: str | None = None
     """Why a job failed: a stop reason, a diagnostic, or a described error."""
+    changes: Mapping[str, Any] | None = None
+    """A worktree job's changes, as a foreground result's ``changes`` (``{branch, base, files, insertions,
+    deletions}``; also when the job failed, since its branch and patch are kept)."""
 
 
 def job_outcome_of(result: SubagentResult) -> JobOutcome:

@@ -13,12 +13,13 @@ of them, or more than ``max_finished_output_bytes`` of their texts, are kept; an
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
@@ -29,7 +30,7 @@ from host.cancel import CancelController, CancelSignal, deadline, timeout_of
 from host.config import DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES, DEFAULT_MAX_FINISHED_JOBS
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
 from host.run._contracts import SubagentRun
-from host.stream import FrameObserver, StreamFrame
+from host.stream import EventFrame, FrameObserver, StreamFrame
 from host.tools._slots import RunSlots
 
 __all__ = [
@@ -103,6 +104,13 @@ class _Job:
     """A kill, a read or a wait has reported (or committed to report) the terminal state: no notice."""
     waiters: int = 0
     settled: anyio.Event = field(default_factory=anyio.Event)
+    changes: dict[str, Any] | None = None
+    """The data of the run's ``changes`` event (a worktree run that left changes)."""
+
+    def observe(self, frame: StreamFrame) -> None:
+        # A job is final-output only: its answer is read once it settled; only its changes are kept.
+        if isinstance(frame, EventFrame) and frame.event.type == "changes":
+            self.changes = dict(frame.event.data)
 
     @property
     def status(self) -> LiveJobStatus:
@@ -295,7 +303,7 @@ class JobRunner:
                     job.queued = False
                 # Killed (or timed out) while queued: settled without starting a child.
                 if self._slots is None or slot is not None:
-                    outcome = await settle_job_start(_start(starter, signal), signal)
+                    outcome = await settle_job_start(starter(signal, job.observe), signal)
             if timeout_ms is not None and timeout_of(signal, JOB_TIMEOUT_CODE) is not None:
                 outcome = JobOutcome("failed", detail=_TIMED_OUT.format(ms=format_ms(timeout_ms)))
         except Exception as exc:  # containment boundary: a job body never takes the owner's task group down
@@ -305,6 +313,8 @@ class JobRunner:
             if self._slots is not None and slot is not None:
                 self._slots.release(slot)
             job.outcome = outcome if outcome is not None else JobOutcome("killed")
+            if job.changes is not None:
+                job.outcome = dataclasses.replace(job.outcome, changes=job.changes)
             if job.waiters:
                 job.reported = True
             job.settled.set()
@@ -334,12 +344,3 @@ class JobRunner:
                 listener(job.id, notice)
             except Exception:  # containment boundary: a listener never changes a settled job
                 logger.exception("subagent-host: job completion listener failed for %s", job.id)
-
-
-async def _start(starter: JobStarter, signal: CancelSignal) -> SubagentRun:
-    return await starter(signal, _ignore_frame)
-
-
-def _ignore_frame(_frame: StreamFrame) -> None:
-    # A job is final-output only: its answer is read once it settled.
-    return None
