@@ -12,7 +12,7 @@ from __future__ import annotations
 from host.process._env import build_child_env, scrubbed_names
 from host.process._graces import GraceCap, bind_grace_cap, eof_rung, term_grace
 from host.process._handle import ProcessHandle
-from host.process._keeper import hold_keeper, release_keeper
+from host.process._keeper import enrol, hold_keeper, release_keeper
 from host.process._ladder import SharedTeardown, climb_teardown_ladder, run_teardown_ladder
 from host.process._managed import ManagedProcess, spawn_managed
 from host.process._orphans import adopt_orphans, reap_orphans
@@ -30,6 +30,7 @@ __all__ = [
     "build_child_env",
     "climb_teardown_ladder",
     "eof_rung",
+    "enrol",
     "hold_keeper",
     "reap_orphans",
     "release_keeper",

@@ -21,6 +21,7 @@ from typing import Final
 import anyio
 import psutil
 
+from host.process import enrol
 from host.workspace._baseline import Baseline, Repository
 from host.workspace._changes import Changes, read_changes
 from host.workspace._git import RepoLocks, git
@@ -174,19 +175,27 @@ def _copy_files(source: bytes, target: bytes, paths: list[bytes]) -> None:
 
 async def run_setup(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float) -> SetupOutcome:
     """Run the entry's ``setup`` argv in ``cwd`` (own process group), bounded by ``timeout_s``; keep the tail of
-    its merged output. A spawn failure, a non-zero exit or the timeout is ``ok=False``."""
+    its merged output. A spawn failure, a non-zero exit or the timeout is ``ok=False``. The setup process is
+    enrolled with the keeper like every child, so it (and whatever it left, ``setsid()``-ed or not) ends with the
+    host even when the host is SIGKILLed during setup."""
+    ticket = enrol(env)
     try:
         process = await anyio.open_process(
             list(argv),
             cwd=cwd,
-            env=dict(env),
+            env=ticket.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     except OSError as exc:
+        ticket.retire(0)
         return SetupOutcome(False, f"setup could not start: {exc.strerror or type(exc).__name__}\n".encode())
+    except BaseException:
+        ticket.retire(0)
+        raise
+    ticket.track(process.pid)  # no await since the spawn: the group is the keeper's before anything can cancel
     tail = bytearray()
     ok = False
     try:
@@ -206,6 +215,7 @@ async def run_setup(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], ti
                 await process.wait()
         with anyio.CancelScope(shield=True):
             await process.aclose()
+        ticket.retire(0)  # what setup left behind (daemons, setsid()-ed helpers) is the keeper's to end
     return SetupOutcome(ok, bytes(tail[-SETUP_OUTPUT_CAP_BYTES:]))
 
 
