@@ -158,8 +158,9 @@ The dashboard is read-only: it never changes records, worktrees or processes.
 BATCH_EPILOG: Final = (
     """\
 input: one JSON object per line: {"id": "<unique>", "task": "<text>", "provider"?: "<entry>", "cwd"?: "<dir>",
-"label"?: "<text>", "timeout_ms"?: <int>}; blank lines are skipped. A bad line, a duplicate id or an unknown
-provider fails with exit 2 before anything runs.
+"label"?: "<text>", "timeout_ms"?: <int>, "workspace"?: "shared" | "worktree"}; blank lines are skipped. A bad
+line, a duplicate id or an unknown provider fails with exit 2 before anything runs. Worktree items (--executor
+local only) keep their changes under OUTDIR: `subagent-host runs apply --state-dir OUTDIR RUN_ID` applies one.
 
 output, under OUTDIR (the batch's state directory: `subagent-host runs list --state-dir OUTDIR` works):
   results.jsonl  one line per finished item, appended as it finishes (a resume skips the ids it holds)
