@@ -65,7 +65,8 @@ class ItemPlan:
     """How many more attempts an infrastructure failure gets."""
     backoff_s: float = RETRY_BACKOFF_S
     workspace: Literal["shared", "worktree"] | None = None
-    """The delegation's ``workspace`` argument (``None``: the entry's setting)."""
+    """The delegation's ``workspace`` argument, resolved (the item's, else the batch's, else the entry's; ``None``:
+    the entry's setting)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +169,10 @@ async def _attempt(
             arguments,
             signal=signal,
             agent=plan.cwd,
-            hooks=RunHooks(on_result=attempt.on_result, on_frame=attempt.on_frame),
+            hooks=RunHooks(
+                on_result=attempt.on_result,
+                on_frame=attempt.on_frame if on_run is not None or plan.workspace == "worktree" else None,
+            ),
         )
         timed_out = not stop.cancelled and timeout_of(signal, TOOL_TIMEOUT) is not None
     result = attempt.result

@@ -140,7 +140,7 @@ async def open_batch(
         backoff_s=retry_backoff_s,
         workspace=workspace,
     )
-    _check_worktrees_run_locally(config, plans, executor)
+    _check_worktrees_run_locally(plans, executor)
     job_config = _job_config(config, {plan.provider for plan in plans}, permission, items)
     state_dir, results = _open_results(outdir)
     started = time.monotonic()
@@ -315,19 +315,19 @@ def _plans(
                 timeout_ms=budget if budget is not None else entry.timeout_ms,
                 retries=retries,
                 backoff_s=backoff_s,
-                workspace=item.workspace if item.workspace is not None else workspace,
+                workspace=item.workspace or workspace or entry.workspace,
             )
         )
     return plans
 
 
-def _check_worktrees_run_locally(config: HostConfig, plans: Sequence[ItemPlan], executor: Executor) -> None:
+def _check_worktrees_run_locally(plans: Sequence[ItemPlan], executor: Executor) -> None:
     """Worktree items keep their changes in the batch's state directory, which only the local executor's host
     writes to (a Ray worker's host has its own state directory on its node)."""
     if isinstance(executor, LocalExecutor):
         return
     for plan in plans:
-        if (plan.workspace or config.providers[plan.provider].workspace) == "worktree":
+        if plan.workspace == "worktree":
             raise BatchInputError(f'item "{plan.item.id}" runs in a worktree, which needs --executor local')
 
 
