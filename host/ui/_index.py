@@ -13,8 +13,6 @@ lock is probed only for those.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import os
 import threading
@@ -24,7 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
-__all__ = ["RunFilter", "RunIndex", "RunRow", "is_locked", "read_records_from"]
+from host.records import transcript_in_progress
+
+__all__ = ["RunFilter", "RunIndex", "RunRow", "read_records_from"]
 
 _SUFFIX: Final = ".jsonl"
 _HEAD_BYTES: Final = 256 * 1024
@@ -214,7 +214,7 @@ def _summarise(path: Path, run_id: str, mtime: float) -> RunRow:
         stop_reason = end_data.get("stop_reason")
         status = stop_reason if isinstance(stop_reason, str) else "unknown"
     else:
-        status = "running" if is_locked(path) else "incomplete"
+        status = "running" if transcript_in_progress(path) else "incomplete"
     return RunRow(
         run_id=run_id,
         start_time=start_time if isinstance(start_time, str) else None,
@@ -308,19 +308,3 @@ def _timestamp(start_time: object, fallback: float) -> float:
         with contextlib.suppress(ValueError):
             return datetime.fromisoformat(start_time).timestamp()
     return fallback
-
-
-def is_locked(path: Path) -> bool:
-    """Whether a writer holds the transcript's lock (the writer's ``flock`` marks a run in progress)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError as exc:
-            return exc.errno in (errno.EAGAIN, errno.EACCES)
-        return os.fstat(fd).st_size == 0
-    finally:
-        os.close(fd)
