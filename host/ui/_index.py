@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
-from host.records import transcript_in_progress
+from host.records import prompt_text, transcript_in_progress
 
 __all__ = ["RunFilter", "RunIndex", "RunRow", "read_records_from"]
 
@@ -207,7 +207,7 @@ def _summarise(path: Path, run_id: str, mtime: float) -> RunRow:
     prompt = _first(head, "prompt")
     end = last if last is not None and last.get("type") == "run/end" else _first(head, "run/end")
     start_data, end_data = _data(start), _data(end)
-    task = _prompt_text(_data(prompt).get("content"))
+    task = prompt_text(_data(prompt).get("content"))
     start_time = start.get("time") if start is not None else None
     duration = end_data.get("duration_ms")
     if end is not None:
@@ -289,18 +289,6 @@ def _text_or_none(value: object) -> str | None:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _prompt_text(content: object) -> str:
-    if not isinstance(content, list):
-        return ""
-    texts: list[str] = []
-    for block in cast("list[object]", content):
-        if isinstance(block, dict):
-            text = cast("dict[str, object]", block).get("text")
-            if isinstance(text, str):
-                texts.append(text)
-    return "".join(texts)
 
 
 def _timestamp(start_time: object, fallback: float) -> float:
