@@ -85,13 +85,16 @@ def _follow(tail: TranscriptTail, renderer: _Renderer, run_id: str) -> int:
         records = tail.read_records()
         if _show(records, renderer):
             return _EXIT_OK
-        if records:
-            continue  # more may be waiting: read again before sleeping
+        if records or not tail.drained:
+            continue  # more may be waiting (records, or the rest of a long line): read again before sleeping
         idle_polls += 1
         if idle_polls % _LOCK_CHECK_EVERY == 1 and not tail.writer_alive():
-            # The lock was free: whatever the writer wrote is in the file now.
-            if _show(tail.read_records(), renderer):
-                return _EXIT_OK
+            # The lock was free: whatever the writer wrote is in the file now; read all of it.
+            while True:
+                if _show(tail.read_records(), renderer):
+                    return _EXIT_OK
+                if tail.drained:
+                    break
             _write(_STDOUT, renderer.end_line() + "\nstop reason: incomplete\n")
             _write_quietly(
                 _STDERR, f"subagent-host: run {run_id} is incomplete: its writer stopped without recording run/end\n"

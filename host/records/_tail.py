@@ -42,6 +42,7 @@ class TranscriptTail:
         self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self._partial = bytearray()
         self._skipping = False
+        self._drained = False
         self.skipped_bytes = 0
         """Bytes of over-long or unparsable lines skipped so far."""
 
@@ -50,14 +51,22 @@ class TranscriptTail:
         """Whether the last bytes read end inside an unterminated line."""
         return bool(self._partial) or self._skipping
 
+    @property
+    def drained(self) -> bool:
+        """Whether the last ``read_records`` reached the end of the file (else more is waiting: a line longer than
+        ``READ_BATCH_BYTES`` takes several calls, each returning no record until its end is read)."""
+        return self._drained
+
     def read_records(self) -> list[dict[str, Any]]:
         """The complete records appended since the last call (at most ``READ_BATCH_BYTES`` read), in order."""
         assert self._fd is not None, "read after close"
         records: list[dict[str, Any]] = []
         budget = READ_BATCH_BYTES
+        self._drained = False
         while budget > 0:
             data = os.read(self._fd, min(_CHUNK_BYTES, budget))
             if not data:
+                self._drained = True
                 break
             budget -= len(data)
             self._take(data, records)

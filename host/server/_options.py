@@ -7,11 +7,10 @@ that they agree), so nothing under ``host.server`` imports the console package.
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import os
-import stat
 from dataclasses import dataclass
 from typing import Final
+
+from host._token_file import is_loopback, read_token_file
 
 __all__ = [
     "DEFAULT_HTTP_HOST",
@@ -87,25 +86,8 @@ def _parse_http(value: str) -> tuple[str, int]:
     return host, port
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is loopback."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _read_token(path: str) -> str:
     try:
-        info = os.stat(path)
-        with open(path, encoding="utf-8") as file:
-            token = file.read().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ServeUsageError(f"subagent-host: cannot read --auth-token-file: {exc.__class__.__name__}") from None
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise ServeUsageError("subagent-host: --auth-token-file must not be readable by group or others (chmod 600)")
-    if not token:
-        raise ServeUsageError("subagent-host: --auth-token-file is empty")
-    return token
+        return read_token_file(path)
+    except ValueError as exc:
+        raise ServeUsageError(str(exc)) from None

@@ -26,8 +26,9 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from host.records import TranscriptTail
 from host.ui._batches import find_batches, load_batch
-from host.ui._index import RunFilter, RunIndex, is_locked, read_records_from
+from host.ui._index import RunFilter, RunIndex
 from host.ui._pages import (
     batch_page,
     batches_page,
@@ -59,7 +60,6 @@ _SECURITY_HEADERS: Final = (
 )
 _KEEPALIVE_S: Final = 15.0
 _STATIC: Final = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
-_MAX_TAIL_READ: Final = 1 << 20
 
 
 class _Guard:
@@ -256,41 +256,34 @@ def _sessions(index: RunIndex, state_dir: Path) -> list[dict[str, Any]]:
 
 async def _tail(path: Path) -> AsyncIterator[str]:
     """The transcript's records as events, then new ones as they are written, until ``run/end`` (or until the
-    writer is gone without one: ``event: end`` either way)."""
-    offset = 0
-    idle = 0.0
-    while True:
-        data, locked = await anyio.to_thread.run_sync(_read_from, path, offset)
-        records, consumed = read_records_from(data)
-        offset += consumed
-        for record in records:
-            yield f"data: {json.dumps(record, ensure_ascii=True, separators=(',', ':'))}\n\n"
-            if record.get("type") == "run/end":
+    writer is gone without one: ``event: end`` either way). Read through ``TranscriptTail``: whole records only,
+    bounded memory, a line longer than one read taken over several."""
+    try:
+        tail = await anyio.to_thread.run_sync(TranscriptTail, path)
+    except OSError:
+        yield "event: end\ndata: {}\n\n"
+        return
+    try:
+        idle = 0.0
+        while True:
+            # The lock is probed first: when it was free, everything the writer wrote is in the bytes read after it.
+            locked = await anyio.to_thread.run_sync(tail.writer_alive)
+            records = await anyio.to_thread.run_sync(tail.read_records)
+            for record in records:
+                yield f"data: {json.dumps(record, ensure_ascii=True, separators=(',', ':'))}\n\n"
+                if record.get("type") == "run/end":
+                    yield "event: end\ndata: {}\n\n"
+                    return
+            if records or not tail.drained:
+                idle = 0.0
+                continue
+            if not locked:
                 yield "event: end\ndata: {}\n\n"
                 return
-        if not records and not locked:
-            yield "event: end\ndata: {}\n\n"
-            return
-        if records:
-            idle = 0.0
-            continue
-        await anyio.sleep(TAIL_INTERVAL_S)
-        idle += TAIL_INTERVAL_S
-        if idle >= _KEEPALIVE_S:
-            idle = 0.0
-            yield ": keepalive\n\n"
-
-
-def _read_from(path: Path, offset: int) -> tuple[bytes, bool]:
-    """Whether the writer still holds ``path``, then its bytes from ``offset`` (bounded).
-
-    The lock is probed first: when it was free, everything the writer wrote is in the bytes read after it.
-    """
-    locked = is_locked(path)
-    try:
-        with open(path, "rb") as file:
-            file.seek(offset)
-            data = file.read(_MAX_TAIL_READ)
-    except OSError:
-        return b"", False
-    return data, locked
+            await anyio.sleep(TAIL_INTERVAL_S)
+            idle += TAIL_INTERVAL_S
+            if idle >= _KEEPALIVE_S:
+                idle = 0.0
+                yield ": keepalive\n\n"
+    finally:
+        tail.close()

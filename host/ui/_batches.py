@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
-from host.ui._index import is_locked, read_records_from
+from host.records import transcript_in_progress
+from host.ui._index import read_records_from
 
 __all__ = ["BatchView", "find_batches", "load_batch"]
 
@@ -105,7 +106,7 @@ def load_batch(state_dir: Path, name: str) -> BatchView | None:
         slowest=[item for _, item in durations[:_SLOWEST]],
         failed=failed,
         wall_ms=_int(summary.get("wall_ms")) or None,
-        running=is_locked(directory / RESULTS_FILE),
+        running=transcript_in_progress(directory / RESULTS_FILE),  # the batch holds its lock; never probed empty
         run_ids=frozenset(run_ids),
     )
 

@@ -13,8 +13,6 @@ lock is probed only for those.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import os
 import threading
@@ -24,7 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
-__all__ = ["RunFilter", "RunIndex", "RunRow", "is_locked", "read_records_from"]
+from host.records import prompt_text, transcript_in_progress
+
+__all__ = ["RunFilter", "RunIndex", "RunRow", "read_records_from"]
 
 _SUFFIX: Final = ".jsonl"
 _HEAD_BYTES: Final = 256 * 1024
@@ -207,14 +207,14 @@ def _summarise(path: Path, run_id: str, mtime: float) -> RunRow:
     prompt = _first(head, "prompt")
     end = last if last is not None and last.get("type") == "run/end" else _first(head, "run/end")
     start_data, end_data = _data(start), _data(end)
-    task = _prompt_text(_data(prompt).get("content"))
+    task = prompt_text(_data(prompt).get("content"))
     start_time = start.get("time") if start is not None else None
     duration = end_data.get("duration_ms")
     if end is not None:
         stop_reason = end_data.get("stop_reason")
         status = stop_reason if isinstance(stop_reason, str) else "unknown"
     else:
-        status = "running" if is_locked(path) else "incomplete"
+        status = "running" if transcript_in_progress(path) else "incomplete"
     return RunRow(
         run_id=run_id,
         start_time=start_time if isinstance(start_time, str) else None,
@@ -291,36 +291,8 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _prompt_text(content: object) -> str:
-    if not isinstance(content, list):
-        return ""
-    texts: list[str] = []
-    for block in cast("list[object]", content):
-        if isinstance(block, dict):
-            text = cast("dict[str, object]", block).get("text")
-            if isinstance(text, str):
-                texts.append(text)
-    return "".join(texts)
-
-
 def _timestamp(start_time: object, fallback: float) -> float:
     if isinstance(start_time, str):
         with contextlib.suppress(ValueError):
             return datetime.fromisoformat(start_time).timestamp()
     return fallback
-
-
-def is_locked(path: Path) -> bool:
-    """Whether a writer holds the transcript's lock (the writer's ``flock`` marks a run in progress)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError as exc:
-            return exc.errno in (errno.EAGAIN, errno.EACCES)
-        return os.fstat(fd).st_size == 0
-    finally:
-        os.close(fd)

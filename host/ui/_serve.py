@@ -9,17 +9,16 @@ capture is off, the command's receiver asks the server to exit, and open event s
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
-import os
 import signal
 import socket
-import stat
 import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from host._token_file import is_loopback, read_token_file
 
 __all__ = ["DEFAULT_UI_ADDRESS", "UiOptions", "UiUsageError", "parse_ui_options", "run_ui"]
 
@@ -27,7 +26,6 @@ DEFAULT_UI_ADDRESS: Final = "127.0.0.1:8766"
 _GRACEFUL_SHUTDOWN_S: Final = 1
 _SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _EXIT_BY_SIGNAL: Final = {signal.SIGHUP: 129, signal.SIGINT: 130, signal.SIGTERM: 143}
-_LOOPBACK_NAMES: Final = ("localhost",)
 
 
 class UiUsageError(Exception):
@@ -57,7 +55,7 @@ def parse_ui_options(
 
     host, port = _parse_address(address or DEFAULT_UI_ADDRESS)
     token = _read_token(token_file) if token_file is not None else None
-    if token is None and not _is_loopback(host):
+    if token is None and not is_loopback(host):
         raise UiUsageError(f"subagent-host: binding {host} (not loopback) requires --auth-token-file")
     return UiOptions(resolve_state_dir(state_dir), host, port, token, open_browser)
 
@@ -125,7 +123,7 @@ async def _serve(options: UiOptions, early_signal: Callable[[], signal.Signals |
 
 def _allowed_hosts(host: str, port: int) -> list[str] | None:
     """The Host headers a loopback server answers to; ``None`` (any, the token guards it) for other binds."""
-    if not _is_loopback(host):
+    if not is_loopback(host):
         return None
     names = {host, "localhost", "127.0.0.1", "[::1]"}
     if ":" in host:
@@ -147,24 +145,8 @@ def _parse_address(value: str) -> tuple[str, int]:
     return host, port
 
 
-def _is_loopback(host: str) -> bool:
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _read_token(path: str) -> str:
     try:
-        info = os.stat(path)
-        with open(path, encoding="utf-8") as file:
-            token = file.read().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UiUsageError(f"subagent-host: cannot read --auth-token-file: {exc.__class__.__name__}") from None
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise UiUsageError("subagent-host: --auth-token-file must not be readable by group or others (chmod 600)")
-    if not token:
-        raise UiUsageError("subagent-host: --auth-token-file is empty")
-    return token
+        return read_token_file(path)
+    except ValueError as exc:
+        raise UiUsageError(str(exc)) from None

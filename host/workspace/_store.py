@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -29,6 +30,8 @@ __all__ = [
 
 _FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
+_RUN_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+"""A run id as the host mints them (uuid4): no slash, no dot, so no id names a file outside ``runs_dir``."""
 
 
 def patch_path(runs_dir: Path, run_id: str) -> Path:
@@ -79,7 +82,10 @@ class StoredChanges:
 
 
 def read_changes_file(runs_dir: Path, run_id: str) -> StoredChanges | None:
-    """The stored changes of ``run_id``, or ``None`` when it kept none (or the file does not parse)."""
+    """The stored changes of ``run_id``, or ``None`` when it kept none (or the file does not parse, or ``run_id`` is
+    not a run id: ``changes_apply`` takes it from the caller, and a path must not reach a file outside ``runs_dir``)."""
+    if not _RUN_ID.fullmatch(run_id):
+        return None
     try:
         data = json.loads(changes_path(runs_dir, run_id).read_bytes())
         return StoredChanges(repo=str(data["repo"]), changes=Changes.model_validate(data["changes"]))
