@@ -28,7 +28,7 @@ from host.jsonrpc._envelope import (
     reject_message,
     response_error,
 )
-from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId, encode_message, parse_line
+from host.jsonrpc._framing import MAX_LINE_BYTES, NonJsonLines, RequestId, encode_message, parse_line
 from host.jsonrpc._inbound import InboundRequests
 from host.jsonrpc._pending import CLOSED, PendingRequests, ResponseHook, Settled
 
@@ -126,11 +126,17 @@ class JsonRpcPeer:
         self._strict = strict
         self._on_input_end = on_input_end
         self._inbound = InboundRequests(self._respond, self._write_reply)
+        self._non_json = NonJsonLines()
 
     @property
     def closed(self) -> bool:
         """Whether the connection has ended; requests now fail at once with ``ConnectionClosedError``."""
         return self._closed
+
+    @property
+    def non_json_lines(self) -> int:
+        """How many non-blank lines were skipped because they were no JSON object (text a program printed)."""
+        return self._non_json.count
 
     @property
     def close_reason(self) -> CloseReason | None:
@@ -254,6 +260,7 @@ class JsonRpcPeer:
                     return self._over_long_line()
                 message = parse_line(buffer[start:newline])
                 if message is None:
+                    self._non_json.note(buffer[start:newline])
                     if self._strict:
                         await self._reject(reject_line(buffer[start:newline]))
                     start = newline + 1
