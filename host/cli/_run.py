@@ -232,9 +232,6 @@ class _Invocation:
         cause = self.cause()
         if cause is not None:
             obj["cause"] = cause
-        for fact in ("exit_code", "signal"):
-            if self.end is not None and fact in self.end:
-                obj[fact] = self.end[fact]
         return obj
 
     def report_text(self, tool_result: ToolResult | None) -> None:
