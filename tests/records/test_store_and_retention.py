@@ -1,7 +1,8 @@
 """The runs directory as the store reads it: status (ended, starting, running, incomplete), prefix lookup, pruning.
 
 "In progress" is the writer's ``flock``: pruning skips a locked transcript and ``runs list`` calls it ``starting``
-until its ``handshake`` record, then ``running``; the same file without its writer is ``incomplete``. In-process: these are file-system facts of one process.
+until its ``handshake`` record, then ``running``; the same file without its writer is ``incomplete``. In-process:
+these are file-system facts of one process.
 """
 
 from __future__ import annotations

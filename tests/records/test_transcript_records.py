@@ -149,8 +149,11 @@ async def test_a_background_job_is_recorded_like_a_foreground_run(tmp_path: Path
             assert isinstance(started, ToolSuccess) and isinstance(started.value, dict)
             job_id = started.value["job_id"]
             assert isinstance(job_id, str)
-            await host.wait_job(job_id)
+            outcome = await host.wait_job(job_id)
     (transcript,) = sorted((state / "runs").glob("*.jsonl"))
     records = read_jsonl(transcript)
     assert [r["type"] for r in records] == ["run/start", "prompt", "handshake", "chunk", "assistant/message", "run/end"]
     assert records[-1]["data"]["stop_reason"] == "completed"
+    # The job is traceable both ways: its start value and outcome name the run, the record names the job.
+    assert transcript.stem == started.value["run_id"] == outcome.run_id
+    assert records[0]["data"]["job_id"] == job_id and records[0]["data"]["label"] == "child"

@@ -168,7 +168,7 @@ async def test_host_open_without_parent_cwd_delegates_in_the_current_directory(
     with anyio.fail_after(PROCESS_TIMEOUT_S):
         async with Host.open(acp_config(MOCK_ECHO_CWD="1")) as host:
             result = await host.execute("delegate_acp", {"task": "x"}, signal=CancelController().signal)
-    real = os.path.realpath(tmp_path)
+    real = tmp_path.resolve()  # noqa: ASYNC240 (a test's own path, once)
     # The child runs in the directory the program was in, and its session/new names it too.
     assert text_of(result) == f"{real}\n{os.getcwd()}"
 
