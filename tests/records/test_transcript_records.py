@@ -16,6 +16,7 @@ import pytest
 from host import CancelController, Host, ToolSuccess
 from host.config._loader import parse_config
 from host.stream import ChunkFrame
+from tests._provider_helpers import wait_for_file
 from tests.records._helpers import PROCESS_TIMEOUT_S, acp_entry, read_jsonl, record_run, sdk_entry
 
 pytestmark = pytest.mark.anyio
@@ -157,3 +158,34 @@ async def test_a_background_job_is_recorded_like_a_foreground_run(tmp_path: Path
     # The job is traceable both ways: its start value and outcome name the run, the record names the job.
     assert transcript.stem == started.value["run_id"] == outcome.run_id
     assert records[0]["data"]["job_id"] == job_id and records[0]["data"]["label"] == "child"
+
+
+async def test_a_background_job_killed_before_its_handshake_is_a_recorded_run(tmp_path: Path) -> None:
+    ready, go = tmp_path / "ready", tmp_path / "go"  # the agent parks in `initialize`; GO never appears
+    config = parse_config(
+        {"providers": {"child": acp_entry(MOCK_INITIALIZE_READY=str(ready), MOCK_INITIALIZE_GO=str(go))}}
+    )
+    state = tmp_path / "state"
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
+            signal = CancelController().signal
+            started = await host.execute(
+                "delegate_child", {"task": "bg", "label": "nightly", "run_in_background": True}, signal=signal
+            )
+            assert isinstance(started, ToolSuccess) and isinstance(started.value, dict)
+            job_id = started.value["job_id"]
+            assert isinstance(job_id, str)
+            await wait_for_file(ready)
+            await host.execute("job_kill", {"job_id": job_id}, signal=signal)
+            outcome = await host.wait_job(job_id)
+    records = read_jsonl(state / "runs" / f"{started.value['run_id']}.jsonl")
+    assert [r["type"] for r in records] == ["run/start", "prompt", "run/end"]
+    assert records[0]["data"]["job_id"] == job_id and records[0]["data"]["label"] == "nightly"
+    end = records[-1]["data"]
+    assert (end["stop_reason"], end["cause"], outcome.status, outcome.run_id) == (
+        "aborted",
+        "cancelled",
+        "killed",
+        started.value["run_id"],
+    )
+    assert "handshake_ms" in end and "prompt_ms" not in end
