@@ -171,6 +171,9 @@ def _transcript_lines(run: StoredRun) -> list[str]:
     diagnostic = end.get("diagnostic")
     if isinstance(diagnostic, str):
         lines.append(f"diagnostic: {neutralise(diagnostic)}")
+    cause = end.get("cause")
+    if isinstance(cause, str):
+        lines.append(f"cause: {neutralise(cause)}")
     lines += changes_lines(_data_of(run.records, "changes"))
     lines += ["", "prompt:", neutralise(prompt_text(_data_of(run.records, "prompt").get("content"))), ""]
     message = _data_of(run.records, "assistant/message")

@@ -77,6 +77,8 @@ async def test_a_runtime_that_rejects_its_config_is_a_recorded_run_whose_cause_t
     assert end["duration_ms"] >= end["spawn_ms"] + end["handshake_ms"]
     shown = await _script("runs", "show", run_id, "--stderr", "--state-dir", str(state), cwd=tmp_path)
     assert "fatal: config /etc/dsh.toml: model 'fake' unknown" in shown.stdout.decode()
+    header = (await _script("runs", "show", run_id, "--state-dir", str(state), cwd=tmp_path)).stdout.decode()
+    assert "\nstop reason: error\n" in header and "\ncause: failed\n" in header
     listed = await _script("runs", "list", "--json", "--state-dir", str(state), cwd=tmp_path)
     (summary,) = json.loads(listed.stdout)["runs"]
     assert (summary["run_id"], summary["status"], summary["cause"], summary["task"]) == (
