@@ -43,7 +43,7 @@ from host.diagnostics import (
     acp_run_failure,
 )
 from host.process import ManagedProcess, ProcessHandle, ProcessOutcome, tail_bytes
-from host.run._attempt import AgentInfo, HandshakeFacts, PhaseClock, read_agent_info
+from host.run._attempt import AgentInfo, PhaseClock, notify_attempt, read_agent_info
 from host.run._child import SpawnFn
 from host.run._contracts import SubagentRequest
 from host.run._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
@@ -186,7 +186,7 @@ class AcpRun:
 
     def child_non_json_lines(self) -> int:
         """How many non-blank non-JSON lines the child wrote to stdout (run records, the non-ACP hint)."""
-        return self._conn.child.peer.non_json_lines if self._conn is not None else 0
+        return self._conn.child.peer.non_json.count if self._conn is not None else 0
 
     # -- startup -----------------------------------------------------------------------------------------------
 
@@ -245,7 +245,7 @@ class AcpRun:
                 "new-session", SubagentHostError(NO_SESSION_ID_MESSAGE), AcpFailureFacts("new-session", "protocol")
             )
         self._session_id = session_id
-        self._lifecycle.handshake_passed(HandshakeFacts(timings_ms=self._clock.timings_ms, agent=agent))
+        notify_attempt(self._lifecycle.attempt_observer, "handshake", self._clock.facts(agent))
         return None
 
     @staticmethod

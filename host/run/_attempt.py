@@ -93,6 +93,10 @@ class PhaseClock:
         self.timings_ms[step] = round((now - self._last) * 1000, 1)
         self._last = now
 
+    def facts(self, agent: AgentInfo) -> HandshakeFacts:
+        """The ``handshake`` facts: these timings and the agent's self-description."""
+        return HandshakeFacts(timings_ms=dict(self.timings_ms), agent=agent)
+
 
 def read_agent_info(result: object, *, acp: bool) -> AgentInfo:
     """Copy the agent's self-description out of an ``initialize`` result, leniently and bounded."""

@@ -149,7 +149,7 @@ async def _handshake(entry: EntryConfig, handle: ManagedProcess, report: CheckRe
         except (ConnectionClosedError, PeerWriteError):
             report.diagnostic = await _exit_or_transport(entry, handle, stage)
         finally:
-            report.non_json_lines = peer.non_json_lines
+            report.non_json_lines = peer.non_json.count
             peer.close()
             group.cancel_scope.cancel()
 

@@ -23,7 +23,7 @@ from host._exceptions import AggregateError, StartAbortedError, SubagentHostErro
 from host._json import ContentBlock
 from host.cancel import CancelSignal
 from host.diagnostics import SubagentResult, limit_diagnostic
-from host.run._attempt import HandshakeFacts, notify_attempt
+from host.run._attempt import notify_attempt
 from host.run._contracts import SubagentRequest
 from host.stream import ProviderKind, RunJournal, TranscriptEvent
 
@@ -176,7 +176,7 @@ class RunLifecycle(Generic[FailureT]):
         self._release_failure = release_failure
         self._report_interrupted_release = report_interrupted_release
         self._on_local_cancel = on_local_cancel
-        self._observer = request.on_attempt
+        self.attempt_observer: Final = request.on_attempt  # told the handshake's facts by the run (before publication)
         self._published = False
         self._cancelled = False
         self._scope: anyio.CancelScope | None = None
@@ -218,15 +218,11 @@ class RunLifecycle(Generic[FailureT]):
 
     def announce(self, run: object) -> None:
         """Tell the request's attempt observer the run id and the run, right before the child is spawned."""
-        notify_attempt(self._observer, "announce", self.id, run)
-
-    def handshake_passed(self, facts: HandshakeFacts) -> None:
-        """Tell the attempt observer the handshake's timings and agent facts (before publication)."""
-        notify_attempt(self._observer, "handshake", facts)
+        notify_attempt(self.attempt_observer, "announce", self.id, run)
 
     def start_failed(self) -> None:
         """Tell the attempt observer the start failed or was aborted (before the rollback teardown)."""
-        notify_attempt(self._observer, "start_failed")
+        notify_attempt(self.attempt_observer, "start_failed")
 
     async def start(
         self,

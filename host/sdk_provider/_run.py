@@ -26,7 +26,7 @@ from host.diagnostics import (
     sdk_run_failure,
 )
 from host.process import ProcessOutcome, tail_bytes
-from host.run._attempt import AgentInfo, HandshakeFacts, PhaseClock
+from host.run._attempt import AgentInfo, PhaseClock, notify_attempt
 from host.run._contracts import AgentOptions, SubagentRequest
 from host.run._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host.run._output_budget import OutputBudget
@@ -229,7 +229,7 @@ class SdkRun:
             return exc
         clock.mark("initialize")
         agent = AgentInfo(info.name[:_FACT_LIMIT], info.version[:_FACT_LIMIT])
-        self._lifecycle.handshake_passed(HandshakeFacts(timings_ms=clock.timings_ms, agent=agent))
+        notify_attempt(self._lifecycle.attempt_observer, "handshake", clock.facts(agent))
         return None
 
     async def _startup_failure(self, failure: Exception) -> SdkRunFailure:

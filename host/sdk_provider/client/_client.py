@@ -122,7 +122,7 @@ class SdkClient:
     @property
     def non_json_lines(self) -> int:
         """How many non-blank lines the runtime wrote to stdout that were no JSON-RPC message."""
-        return self._peer.non_json_lines if self._peer is not None else 0
+        return self._peer.non_json.count if self._peer is not None else 0
 
     # -- startup -----------------------------------------------------------------------------------------------
 
