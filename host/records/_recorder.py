@@ -114,8 +114,10 @@ class RunRecorder:
         self._pending: _Pending | None = None
         self._clock = _Phases(time.monotonic())
         self._end: dict[str, Any] | None = None
+        self._after_end: list[tuple[str, dict[str, Any]]] = []
         self._ended = False
         self._run: object = None
+        self._announced: object = None
 
     @property
     def run_id(self) -> str | None:
@@ -124,8 +126,17 @@ class RunRecorder:
 
     @property
     def run(self) -> object:
-        """The run object that announced itself (its child facts), if any."""
+        """The run whose child facts the record uses: the outermost one adopted, else the one that announced."""
         return self._run
+
+    @property
+    def announced(self) -> object:
+        """The run that announced itself, if any."""
+        return self._announced
+
+    def adopt(self, run: object) -> None:
+        """Take the child facts from ``run`` (a wrapper, such as a worktree's, adds its own stderr)."""
+        self._run = run
 
     @property
     def writer(self) -> TranscriptWriter | None:
@@ -136,7 +147,7 @@ class RunRecorder:
 
     def announce(self, run_id: str, run: object) -> None:
         """The run is about to spawn its child: emit ``run/start`` and ``prompt``."""
-        self._run = run
+        self._run = self._announced = run
         self._begin(run_id)
 
     def spawned(self) -> None:
@@ -182,6 +193,9 @@ class RunRecorder:
             return
         self._ended = True
         self._emit("run/end", self._end_data(self._end))
+        for record_type, data in self._after_end:
+            self._emit(record_type, data)
+        self._after_end.clear()
 
     def close(self) -> None:
         """Emit the held ``run/end`` (``finish``), flush and release the file (its lock); idempotent."""
@@ -215,6 +229,9 @@ class RunRecorder:
             self.flush()
             self._clock.settled = time.monotonic()
             self._end = dict(event.data)
+        elif self._end is not None and not self._ended:
+            # Settled: run/end waits for the teardown, and what came after it (a worktree's changes) stays after it.
+            self._after_end.append((event.type, event.model_dump(mode="json")["data"]))
         else:
             self.flush()
             self._emit(event.type, event.model_dump(mode="json")["data"])

@@ -152,8 +152,8 @@ class RunRecording:
             return run.child_outcome() if isinstance(run, ChildFacts) else None
 
         def non_json_lines() -> int | None:
-            run = box[0].run
-            return run.child_non_json_lines() if isinstance(run, StdoutFacts) else None
+            run = next((run for run in (box[0].run, box[0].announced) if isinstance(run, StdoutFacts)), None)
+            return run.child_non_json_lines() if run is not None else None
 
         def cause_of(stop_reason: str, diagnostic: str | None) -> str:
             return run_cause(stop_reason, diagnostic, request.signal)
@@ -256,6 +256,8 @@ class _RecordingProvider:
             raise
         if recorder.run is None:
             recorder.announce(run.id, run)  # a provider that does not announce its runs: its facts, at least
+        elif isinstance(run, ChildFacts):
+            recorder.adopt(run)  # a wrapper's facts win (a worktree's setup output leads its stderr)
         return _RecordedRun(run, lambda: self._recording.finish_run(recorder), self._recording.drop_pruned)
 
     async def aclose(self) -> None:
