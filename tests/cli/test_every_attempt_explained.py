@@ -187,10 +187,10 @@ async def test_runs_list_text_shows_running_and_then_the_cause(tmp_path: Path) -
             process.send_signal(signal.SIGINT)
             await process.wait()
     after = (await _script("runs", "list", "--state-dir", str(state), cwd=tmp_path)).stdout.decode()
-    # Under the header row: ... STATUS  CAUSE  TASK (aligned columns, two spaces or more apart).
-    assert during.splitlines()[0].split()[-3:] == ["STATUS", "CAUSE", "TASK"]
-    assert re.fullmatch(f"{_ID}  \\S+  acp +[0-9.]+ m?s  running +- +x", during.splitlines()[1]), during
-    assert re.fullmatch(f"{_ID}  \\S+  acp +[0-9.]+ m?s  aborted +cancelled +x", after.splitlines()[1]), after
+    # Under the header row: ... STATUS  CAUSE  COST  TASK (aligned columns, two spaces or more apart).
+    assert during.splitlines()[0].split()[-4:] == ["STATUS", "CAUSE", "COST", "TASK"]
+    assert re.fullmatch(f"{_ID}  \\S+  acp +[0-9.]+ m?s  running +- +- +x", during.splitlines()[1]), during
+    assert re.fullmatch(f"{_ID}  \\S+  acp +[0-9.]+ m?s  aborted +cancelled +- +x", after.splitlines()[1]), after
 
 
 async def test_duration_covers_the_teardown_and_the_phases_add_up(tmp_path: Path) -> None:

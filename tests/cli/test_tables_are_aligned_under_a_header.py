@@ -109,7 +109,7 @@ async def test_runs_list_prints_a_header_and_no_cell_can_pose_as_a_column(tmp_pa
     text = listed.stdout.decode()
     _assert_clean(text)
     header, *rows = text.splitlines()
-    assert header.split() == ["RUN", "ID", "STARTED", "PROVIDER", "DURATION", "STATUS", "CAUSE", "TASK"]
+    assert header.split() == ["RUN", "ID", "STARTED", "PROVIDER", "DURATION", "STATUS", "CAUSE", "COST", "TASK"]
     assert [row.split()[0] for row in rows] == [run_id, "hand-run"]
     started, provider, status, cause, task = _column_starts(header, ["STARTED", "PROVIDER", "STATUS", "CAUSE", "TASK"])
     duration_end = _width(header[: header.index("DURATION") + len("DURATION")])
