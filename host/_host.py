@@ -160,7 +160,8 @@ class Host:
         Args:
             config: the loaded configuration, a config file path, or ``None`` for the lookup order.
             parent_cwd: the parent session's working directory, or a function of a call's ``agent`` token that
-                returns it (``None`` when unknown).
+                returns it (``None`` when unknown). Not given: the current directory when the host opens, as the
+                command line does.
             state_dir: record every run under ``<state_dir>/runs/`` (``None``: no run is written to disk).
             on_record: observes every run record as it is emitted (also without ``state_dir``).
             max_concurrent_runs: how many runs (foreground calls and background jobs together) may be alive at
@@ -177,6 +178,8 @@ class Host:
             raise TypeError(f"Host.open takes a HostConfig, a path or None, not {type(config).__name__}")
         if max_concurrent_runs is not None and (type(max_concurrent_runs) is not int or max_concurrent_runs < 1):
             raise ValueError("max_concurrent_runs must be an integer >= 1")
+        if parent_cwd is None:
+            parent_cwd = os.getcwd()  # as the command line does: delegate from where the program runs
         parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
         workspaces = Workspaces(resolve_state_dir(state_dir))
         recording = (

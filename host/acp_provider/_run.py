@@ -43,6 +43,7 @@ from host.diagnostics import (
     acp_run_failure,
 )
 from host.process import ManagedProcess, ProcessHandle, ProcessOutcome, tail_bytes
+from host.run._attempt import AgentInfo, PhaseClock, notify_attempt, read_agent_info
 from host.run._child import SpawnFn
 from host.run._contracts import SubagentRequest
 from host.run._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
@@ -86,6 +87,7 @@ class AcpRun:
         self._prompt_outstanding = False
         self._session_cancel_due = False
         self._conn: AcpConnection | None = None
+        self._clock = PhaseClock()
         self._lifecycle: RunLifecycle[StartupFailure] = RunLifecycle(
             request,
             run_id=request.run_id or new_run_id(),
@@ -116,6 +118,7 @@ class AcpRun:
     ) -> AcpRun:
         """Spawn the child and race its handshake; see :func:`start_acp_run`."""
         run = cls(request, spec=spec, task_group=task_group, on_error=on_error, provider_name=provider_name)
+        run._lifecycle.announce(run)
         try:
             conn = await AcpConnection.open(
                 spawn,
@@ -133,7 +136,9 @@ class AcpRun:
             )
         except Exception as raw:  # any spawn failure is `process-start`; the raw text stays host-only
             call_error_sink(on_error, raw)
+            run._lifecycle.start_failed()
             raise acp_run_failure(AcpFailureFacts("process", "process-start"), raw) from raw
+        run._clock.mark("spawn")
         await run._open(conn)
         return run
 
@@ -179,6 +184,10 @@ class AcpRun:
             return b""
         return tail_bytes(handle.stderr_tail)
 
+    def child_non_json_lines(self) -> int:
+        """How many non-blank non-JSON lines the child wrote to stdout (run records, the non-ACP hint)."""
+        return self._conn.child.peer.non_json.count if self._conn is not None else 0
+
     # -- startup -----------------------------------------------------------------------------------------------
 
     @property
@@ -217,12 +226,15 @@ class AcpRun:
         timeout_ms = self._spec.initialize_timeout_ms
         stage: AcpStage = "initialize"
         created: object = None
+        agent = AgentInfo()
         # One deadline over both response waits (a deliberate deviation: docs/behaviour.md, ACP deviations).
         with anyio.CancelScope(deadline=anyio.current_time() + math.ceil(timeout_ms) / 1000) as bound:
             try:
-                await self._conn.initialize()
+                agent = read_agent_info(await self._conn.initialize(), acp=True)
+                self._clock.mark("initialize")
                 stage = "new-session"
                 created = await self._conn.new_session(self._spec.cwd)
+                self._clock.mark("session/new")
             except (AcpConnectionClosed, AcpResponseError) as raw:
                 return self._startup_failure(stage, raw)
         if bound.cancelled_caught:
@@ -233,6 +245,7 @@ class AcpRun:
                 "new-session", SubagentHostError(NO_SESSION_ID_MESSAGE), AcpFailureFacts("new-session", "protocol")
             )
         self._session_id = session_id
+        notify_attempt(self._lifecycle.attempt_observer, "handshake", self._clock.facts(agent))
         return None
 
     @staticmethod

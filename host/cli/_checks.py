@@ -12,6 +12,7 @@ from host._exceptions import ConfigError
 from host.cli._hints import hints_for
 from host.cli._output import Output, neutralise
 from host.cli._select import UsageError, config_error_text, load, workspace
+from host.cli._stderr_tail import print_stderr_tail, tail_lines
 from host.cli._support import (
     EXIT_BY_SIGNAL,
     HANDLED_SIGNALS,
@@ -89,7 +90,14 @@ def _print(
                 output.out(text)
                 output.err("".join(f"hint: {hint}\n" for hint in obj["hints"]))
             continue
-        hints = hints_for(entries[report.name], diagnostic=report.diagnostic, timed_out=False, timeout_ms=None)
+        hints = hints_for(
+            entries[report.name],
+            diagnostic=report.diagnostic,
+            timed_out=False,
+            timeout_ms=None,
+            non_json_lines=report.non_json_lines,
+        )
+        tail = tail_lines(report.stderr_tail) if not report.ok else []
         obj: dict[str, Any] = {
             "name": report.name,
             "kind": report.kind,
@@ -106,11 +114,16 @@ def _print(
             obj["auth_methods"] = report.auth_methods
         if report.diagnostic is not None:
             obj["diagnostic"] = report.diagnostic
+            # The same exit facts a run's record carries (once the child's exit was observed).
+            obj.update({key: value for key, value in _exit_facts(report).items() if value is not None})
+        if tail:
+            obj["stderr_tail"] = tail
         if hints:
             obj["hints"] = hints
         objects.append(obj)
         if not as_json:
             output.out(_text_line(report))
+            print_stderr_tail(output, tail, None)
             output.err("".join(f"hint: {hint}\n" for hint in hints))
     if as_json:
         output.out(json_line({"checks": objects}, terminal=output.stdout_tty))
@@ -130,6 +143,10 @@ def _unresolved(unresolved: UnresolvedEntry) -> tuple[dict[str, Any], str]:
         "hints": [f"set {missing[0]} in the host's environment, or change [providers.{entry.name}.env]"],
     }
     return obj, f"FAIL {entry.name}: needs {needs}, unset in this environment (not started)\n"
+
+
+def _exit_facts(report: CheckReport) -> dict[str, object]:
+    return {"exit_code": report.exit_code, "signal": report.signal}
 
 
 def _text_line(report: CheckReport) -> str:

@@ -18,12 +18,29 @@ __all__ = ["hints_for"]
 
 _DENIAL: Final = re.compile(r"policy: reject; request: ([a-z_]+); decision: denied")
 _MAX_NAMES: Final = 6
+# A failure during the handshake: ACP `initialize` / `new-session`, DSH SDK `initialize`.
+_HANDSHAKE_STAGE: Final = re.compile(r"stage: (initialize|new-session);")
+_NOT_ACP: Final = (
+    "the child wrote {n} line(s) of non-JSON text to stdout; is this command its ACP mode "
+    "(for example gemini --acp, fast-agent serve --transport acp)?"
+)
 
 
-def hints_for(entry: EntryConfig, *, diagnostic: str | None, timed_out: bool, timeout_ms: float | None) -> list[str]:
-    """The hints for one outcome of ``entry`` (without the ``hint: `` prefix)."""
+def hints_for(
+    entry: EntryConfig,
+    *,
+    diagnostic: str | None,
+    timed_out: bool,
+    timeout_ms: float | None,
+    non_json_lines: int = 0,
+) -> list[str]:
+    """The hints for one outcome of ``entry`` (without the ``hint: `` prefix).
+
+    ``non_json_lines`` counts the non-blank lines the child wrote to stdout that were no JSON-RPC message.
+    """
     hints: list[str] = []
     text = diagnostic or ""
+    handshake_failed = _HANDSHAKE_STAGE.search(text) is not None
     if "category: process-start" in text:
         hints.extend(_launch_hints(entry))
     denial = _DENIAL.search(text)
@@ -32,7 +49,10 @@ def hints_for(entry: EntryConfig, *, diagnostic: str | None, timed_out: bool, ti
             f'the child asked for "{denial.group(1)}" and the policy is reject; set permission = "allow" in '
             f"[providers.{entry.name}] or pass --permission allow"
         )
-    if "category: auth-required" in text:
+    if handshake_failed and non_json_lines > 0:
+        hints.append(_NOT_ACP.format(n=non_json_lines))
+    if "category: auth-required" in text or (handshake_failed and "category: timeout" not in text):
+        # The child failed to start or to authenticate: a variable the scrub removed may be what it missed.
         hints.extend(_auth_hints(entry))
     if "category: timeout" in text and ("stage: initialize" in text or "stage: new-session" in text):
         hints.append(f"providers.{entry.name} initialize_timeout_ms = {format_ms(entry.initialize_timeout_ms)}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 import anyio
@@ -49,6 +50,7 @@ from host.cli._live import LiveDetail
 from host.cli._output import Output
 from host.cli._select import UsageError, choose_provider, config_error_text, load, with_overrides, workspace
 from host.cli._status import StatusLine
+from host.cli._stderr_tail import print_stderr_tail, runs_show_hint, tail_lines
 from host.cli._support import (
     EXIT_BROKEN_STDOUT,
     EXIT_BY_SIGNAL,
@@ -76,6 +78,8 @@ class _Invocation:
     status: StatusLine
     as_json: bool
     detail: LiveDetail
+    stream_json: bool = False
+    state_dir: Path | None = None
     pieces: list[str] = field(default_factory=list[str])
     run_id: str | None = None
     result: SubagentResult | None = None
@@ -83,6 +87,10 @@ class _Invocation:
     usage: RunUsage | None = None
     received: signal.Signals | None = None
     printed: bool = False
+    recorded_id: str | None = None
+    """The run id of the attempt's records (known at its spawn, also when the start failed)."""
+    end: dict[str, Any] | None = None
+    """The ``run/end`` record's data, once the teardown ended."""
 
     def on_spawn(self) -> None:
         self.status.set_state("handshake")
@@ -104,14 +112,44 @@ class _Invocation:
             self.detail.on_chunk(frame.chunk)
 
     def on_record(self, run_id: str, record: dict[str, Any]) -> None:
-        """``--stream-json``: each run record as one NDJSON line, until the final object was printed."""
-        del run_id
-        if not self.printed:
+        """Keep the run id and ``run/end``; ``--stream-json``: each record as one NDJSON line, until the final
+        object was printed."""
+        self.recorded_id = run_id
+        if record["type"] == "run/end":
+            self.end = record["data"]
+        if self.stream_json and not self.printed:
             self.output.out(encode_line(record, ascii_only=self.output.stdout_tty))
 
     def on_usage(self, run_id: str, usage: RunUsage) -> None:
         del run_id
         self.usage = usage
+
+    @property
+    def attempt_id(self) -> str | None:
+        """The run id of the attempt, published or not."""
+        return self.run_id or self.recorded_id
+
+    def cause(self) -> str | None:
+        """The closed cause of the run's end (a local cancel is ``cancelled`` before its ``run/end`` exists)."""
+        if self.end is not None and isinstance(self.end.get("cause"), str):
+            return self.end["cause"]
+        return "cancelled" if self.received is not None and self.attempt_id is not None else None
+
+    def failed(self, tool_result: ToolResult | None) -> bool:
+        """Whether the attempt did not complete for a reason other than our own signal."""
+        if self.received is not None or self.attempt_id is None:
+            return False
+        return self.result is None or self.result.stop_reason != "completed" or _failure_of(tool_result) is not None
+
+    def stderr_tail(self) -> list[str]:
+        """The child's last stderr lines, from the run's record (none when the run was not recorded)."""
+        run_id = self.attempt_id
+        if self.state_dir is None or run_id is None:
+            return []
+        try:
+            return tail_lines((self.state_dir / "runs" / f"{run_id}.stderr").read_bytes())
+        except OSError:
+            return []
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
         self.run_id = run_id
@@ -127,7 +165,14 @@ class _Invocation:
         if diagnostic is None and error is not None:
             diagnostic = error.error.message  # a startup rejection's safe message: a closed failure line
         timed_out = error is not None and _is_timeout(error)
-        return hints_for(self.entry, diagnostic=diagnostic, timed_out=timed_out, timeout_ms=self.entry.timeout_ms)
+        non_json = self.end.get("non_json_lines") if self.end is not None else None
+        return hints_for(
+            self.entry,
+            diagnostic=diagnostic,
+            timed_out=timed_out,
+            timeout_ms=self.entry.timeout_ms,
+            non_json_lines=non_json if isinstance(non_json, int) else 0,
+        )
 
     def report(self, tool_result: ToolResult | None) -> None:
         """Print the outcome once: JSON on stdout, or the rest of the text on stdout and failures on stderr."""
@@ -135,20 +180,31 @@ class _Invocation:
             return
         self.printed = True
         hints = self.hints(tool_result)
+        failed = self.failed(tool_result)
+        tail = self.stderr_tail() if failed else []
+        if tail and self.attempt_id is not None and self.state_dir is not None:
+            hints.append(runs_show_hint(self.attempt_id))
         if self.as_json:
             obj = self.json_object(tool_result)
+            if tail:
+                obj["stderr_tail"] = tail
             if hints:
                 obj["hints"] = hints
             self.output.out(json_line(obj, terminal=self.output.stdout_tty))
         else:
             self.detail.close()
             self.report_text(tool_result)
+            if failed or (self.received is not None and self.attempt_id is not None):
+                self.output.err(f"subagent-host: run {self.attempt_id} did not complete (cause: {self.cause()})\n")
+            print_stderr_tail(self.output, tail, None)
         self.output.err("".join(f"hint: {hint}\n" for hint in hints))
 
     def json_object(self, tool_result: ToolResult | None) -> dict[str, Any]:
         error = _failure_of(tool_result)
         if self.result is None or self.run_id is None:
             obj: dict[str, Any] = {"provider": self.provider}
+            if self.attempt_id is not None:  # a start that failed is a recorded run too
+                obj = {"run_id": self.attempt_id, "provider": self.provider}
         else:
             obj = {
                 "run_id": self.run_id,
@@ -173,6 +229,9 @@ class _Invocation:
             if _is_timeout(error):
                 obj["error_code"] = TOOL_TIMEOUT
             obj["error"] = error.error.message
+        cause = self.cause()
+        if cause is not None:
+            obj["cause"] = cause
         return obj
 
     def report_text(self, tool_result: ToolResult | None) -> None:
@@ -228,8 +287,10 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
         status=status,
         as_json=as_json,
         detail=LiveDetail(output.detail),
+        stream_json=bool(args.stream_json),
     )
     state_dir = None if args.no_record else resolve_state_dir(args.state_dir)
+    invocation.state_dir = state_dir
     controller = CancelController()
     hooks = RunHooks(
         on_frame=invocation.on_frame,
@@ -270,7 +331,7 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
                     config,
                     parent_cwd=parent_cwd,
                     state_dir=state_dir,
-                    on_record=invocation.on_record if args.stream_json else None,
+                    on_record=invocation.on_record,
                 ) as host:
                     tool_result = await host.execute(
                         delegation_tool_name(provider), {"task": args.task}, signal=controller.signal, hooks=hooks

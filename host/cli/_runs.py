@@ -52,6 +52,7 @@ _RUN_COLUMNS: Final[tuple[Column[RunSummary], ...]] = (
     Column("PROVIDER", lambda s: s.provider or "-", max_width=32),
     Column("DURATION", lambda s: duration_text(s.duration_ms), align=">"),
     Column("STATUS", lambda s: s.status, max_width=24),
+    Column("CAUSE", lambda s: s.cause or "-", max_width=20),
     Column("COST", lambda s: cost_text(s.usage), align=">"),
     Column("TASK", lambda s: s.task),
 )
@@ -84,6 +85,7 @@ def _list(state_dir: Path, limit: int | None, *, as_json: bool, running: bool) -
                 "provider": s.provider,
                 "duration_ms": s.duration_ms,
                 "status": s.status,
+                "cause": s.cause,
                 "task": s.task,
                 **({"usage": s.usage} if s.usage is not None else {}),
             }
@@ -169,6 +171,9 @@ def _transcript_lines(run: StoredRun) -> list[str]:
     diagnostic = end.get("diagnostic")
     if isinstance(diagnostic, str):
         lines.append(f"diagnostic: {neutralise(diagnostic)}")
+    cause = end.get("cause")
+    if isinstance(cause, str):
+        lines.append(f"cause: {neutralise(cause)}")
     lines += changes_lines(_data_of(run.records, "changes"))
     lines += ["", "prompt:", neutralise(prompt_text(_data_of(run.records, "prompt").get("content"))), ""]
     message = _data_of(run.records, "assistant/message")

@@ -46,6 +46,8 @@ class JobOutcome:
     changes: Mapping[str, Any] | None = None
     """A worktree job's changes, as a foreground result's ``changes`` (``{branch, base, files, insertions,
     deletions}``; also when the job failed, since its branch and patch are kept)."""
+    run_id: str | None = None
+    """The job's run id (its record under ``runs/``), when the job was given one; host-side, not in any text."""
 
 
 def job_outcome_of(result: SubagentResult) -> JobOutcome:

@@ -11,7 +11,7 @@ import json
 import logging
 from typing import Any, Final, TypeAlias, cast
 
-__all__ = ["MAX_LINE_BYTES", "RequestId", "encode_message", "parse_line"]
+__all__ = ["MAX_LINE_BYTES", "NON_JSON_LINE_LOG", "NonJsonLines", "RequestId", "encode_message", "parse_line"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,3 +68,25 @@ def parse_line(line: bytes | bytearray) -> dict[str, Any] | None:
         logger.debug("skipping a line that is not a JSON object (%s)", type(value).__name__)
         return None
     return cast("dict[str, Any]", value)
+
+
+NON_JSON_LINE_LOG: Final = "the child wrote a %d-byte line of non-JSON text to stdout: %r"
+"""The info-level log line of the first non-JSON line a peer skipped (its first ``NON_JSON_LOG_BYTES``, repr)."""
+NON_JSON_LOG_BYTES: Final = 200
+
+
+class NonJsonLines:
+    """Counts the non-blank lines a peer skipped as no JSON object; logs the first at info (off the hot path)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def note(self, line: bytes | bytearray) -> None:
+        """Count ``line`` unless it is blank; the first one is logged at once, truncated."""
+        if not line.strip():
+            return
+        self.count += 1
+        if self.count == 1:
+            logger.info(NON_JSON_LINE_LOG, len(line), bytes(line[:NON_JSON_LOG_BYTES]))

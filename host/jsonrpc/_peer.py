@@ -10,6 +10,7 @@ while its handler runs, or the request was cancelled). A server whose requests m
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias, cast
@@ -28,7 +29,7 @@ from host.jsonrpc._envelope import (
     reject_message,
     response_error,
 )
-from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId, encode_message, parse_line
+from host.jsonrpc._framing import MAX_LINE_BYTES, NonJsonLines, RequestId, encode_message, parse_line
 from host.jsonrpc._inbound import InboundRequests
 from host.jsonrpc._pending import CLOSED, PendingRequests, ResponseHook, Settled
 
@@ -51,17 +52,6 @@ TRANSPORT_CLOSED_MESSAGE: Final = "JSON-RPC transport closed"
 
 # Bounds closing our end of the receive stream once the reader is done with it.
 _RECEIVE_CLOSE_TIMEOUT: Final = 1.0
-
-
-def _count_from_zero() -> Callable[[], RequestId]:
-    counter = -1
-
-    def next_id() -> RequestId:
-        nonlocal counter
-        counter += 1
-        return counter
-
-    return next_id
 
 
 def _default_method_not_found(method: str) -> str:
@@ -107,7 +97,7 @@ class JsonRpcPeer:
         self._receive = BufferedByteReceiveStream(receive)
         self._handlers: dict[str, RequestHandler] = dict(request_handlers) if request_handlers else {}
         self._on_notification = on_notification
-        self._next_id = next_id if next_id is not None else _count_from_zero()
+        self._next_id: Callable[[], RequestId] = next_id if next_id is not None else itertools.count().__next__
         self._method_not_found = method_not_found
         self._max_line_bytes = max_line_bytes
         self._pending = PendingRequests()
@@ -126,6 +116,8 @@ class JsonRpcPeer:
         self._strict = strict
         self._on_input_end = on_input_end
         self._inbound = InboundRequests(self._respond, self._write_reply)
+        self.non_json: Final = NonJsonLines()
+        """Counts the non-blank lines skipped as no JSON object (text a program printed to stdout)."""
 
     @property
     def closed(self) -> bool:
@@ -254,6 +246,7 @@ class JsonRpcPeer:
                     return self._over_long_line()
                 message = parse_line(buffer[start:newline])
                 if message is None:
+                    self.non_json.note(buffer[start:newline])
                     if self._strict:
                         await self._reject(reject_line(buffer[start:newline]))
                     start = newline + 1

@@ -114,6 +114,9 @@ def structured_content(
         job_id = result.value.get("job_id")
         if isinstance(job_id, str):
             content["job_id"] = job_id
+        run_id = result.value.get("run_id")
+        if isinstance(run_id, str):
+            content["run_id"] = run_id  # the run a background job will record (minted at its start)
     return content
 
 

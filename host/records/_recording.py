@@ -1,10 +1,10 @@
 """``RunRecording``: the host's recording of every run its providers start, by composition around each provider.
 
-``wrap`` returns a provider whose runs are recorded: the request's frame observer is teed into a ``RunRecorder``
-and the returned run's ``dispose`` writes the stderr tail and releases the transcript. A run whose start failed
-emitted no frames and leaves no file. ``run_flusher`` flushes coalesced deltas every ``FLUSH_INTERVAL_S``.
-
-The stderr tail and exit facts come from whatever the run exposes (``ChildFacts``).
+``wrap`` returns a provider whose runs are recorded: the request's frame observer is teed into a ``RunRecorder``,
+which is also the request's attempt observer (``run/start`` at the spawn, ``handshake``), and the returned run's
+``dispose`` emits ``run/end``, writes the stderr tail and releases the transcript. A start that failed after the run
+announced itself is recorded the same way, with its diagnostic. ``run_flusher`` flushes coalesced deltas every
+``FLUSH_INTERVAL_S``. The stderr tail and exit facts come from whatever the run exposes (``ChildFacts``).
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ from host._version import package_version
 from host.config import EntryConfig
 from host.diagnostics import SubagentResult
 from host.process import ProcessOutcome
+from host.records._cause import end_of_failed_start, run_cause
 from host.records._paths import ensure_runs_dir
 from host.records._recorder import RecordObserver, RunRecorder, RunStartFacts
 from host.records._store import count_transcripts, prune_runs
 from host.records._writer import TranscriptWriter
 from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
+from host.run._spawned import also_observe_spawns
 from host.stream import ProviderKind, StreamFrame, TranscriptEvent
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "ClosableProvider",
     "PrunedRunsHandler",
     "RunRecording",
+    "StdoutFacts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,6 +68,15 @@ class ChildFacts(Protocol):
 
     def child_stderr(self) -> bytes:
         """The newest bytes of the child's stderr (host-only, never model-visible)."""
+        ...
+
+
+@runtime_checkable
+class StdoutFacts(Protocol):
+    """What a run may expose about its child's stdout beyond the protocol: the count of non-JSON lines."""
+
+    def child_non_json_lines(self) -> int:
+        """How many non-blank lines the child wrote to stdout that were not JSON-RPC messages."""
         ...
 
 
@@ -116,28 +128,46 @@ class RunRecording:
     def close(self) -> None:
         """Release every transcript still open (runs the host closed without a ``dispose`` through us)."""
         for recorder in list(self._active):
-            self.finish_run(recorder, None)
+            self.finish_run(recorder)
 
     # -- per run -------------------------------------------------------------------------------------------------
 
-    def begin_run(
-        self, entry: EntryConfig, request: SubagentRequest, facts: Callable[[], ChildFacts | None]
-    ) -> RunRecorder:
+    def begin_run(self, entry: EntryConfig, request: SubagentRequest, kind: ProviderKind) -> RunRecorder:
         """A recorder for a run of ``entry`` about to start, tracked until ``finish_run``."""
         start = RunStartFacts(
+            provider=entry.name,
+            kind=kind,
             cwd=request.cwd or (entry.cwd if entry.cwd is not None else request.parent_cwd),
             command=entry.command,
             args=entry.args,
             host_version=self._version,
             prompt=_prompt_sent(entry.kind, request.prompt),
+            job_id=request.job_id,
+            label=request.label if request.job_id is not None else None,
         )
+        box: list[RunRecorder] = []
 
         def outcome_of() -> ProcessOutcome | None:
-            run = facts()
-            return run.child_outcome() if run is not None else None
+            run = box[0].run
+            return run.child_outcome() if isinstance(run, ChildFacts) else None
+
+        def non_json_lines() -> int | None:
+            run = next((run for run in (box[0].run, box[0].announced) if isinstance(run, StdoutFacts)), None)
+            return run.child_non_json_lines() if run is not None else None
+
+        def cause_of(stop_reason: str, diagnostic: str | None) -> str:
+            return run_cause(stop_reason, diagnostic, request.signal)
 
         open_writer = self._open_writer if self._state_dir is not None else None
-        recorder = RunRecorder(start, open_writer=open_writer, on_record=self._on_record, outcome_of=outcome_of)
+        recorder = RunRecorder(
+            start,
+            open_writer=open_writer,
+            on_record=self._on_record,
+            outcome_of=outcome_of,
+            cause_of=cause_of,
+            non_json_lines=non_json_lines,
+        )
+        box.append(recorder)
         self._active.add(recorder)
         return recorder
 
@@ -145,16 +175,17 @@ class RunRecording:
         assert self._state_dir is not None
         return TranscriptWriter.create(ensure_runs_dir(self._state_dir), run_id)
 
-    def finish_run(self, recorder: RunRecorder, stderr: Callable[[], bytes] | None) -> None:
-        """Write the run's stderr tail, release its transcript and apply retention; idempotent."""
+    def finish_run(self, recorder: RunRecorder) -> None:
+        """Emit the run's ``run/end``, write its stderr tail, release its transcript and apply retention; idempotent."""
         if recorder not in self._active:
             return
         self._active.discard(recorder)
-        recorder.flush()
+        recorder.finish()
         writer = recorder.writer
-        if writer is not None and stderr is not None:
+        run = recorder.run
+        if writer is not None and isinstance(run, ChildFacts):
             try:
-                writer.write_stderr(stderr())
+                writer.write_stderr(run.child_stderr())
             except OSError as exc:
                 logger.warning(
                     "subagent-host: writing the stderr tail of run %s failed: %s", recorder.run_id, exc.strerror
@@ -207,16 +238,7 @@ class _RecordingProvider:
         return self._inner.capabilities
 
     async def start(self, request: SubagentRequest) -> SubagentRun:
-        box: list[SubagentRun] = []
-
-        def facts() -> ChildFacts | None:
-            return box[0] if box and isinstance(box[0], ChildFacts) else None
-
-        def stderr() -> bytes:
-            run = facts()
-            return run.child_stderr() if run is not None else b""
-
-        recorder = self._recording.begin_run(self._entry, request, facts)
+        recorder = self._recording.begin_run(self._entry, request, self._inner.kind)
         observer = request.on_frame
 
         def observe(frame: StreamFrame) -> None:
@@ -225,12 +247,18 @@ class _RecordingProvider:
                 observer(frame)
 
         try:
-            run = await self._inner.start(dataclasses.replace(request, on_frame=observe))
-        except BaseException:
-            self._recording.finish_run(recorder, stderr)
+            with also_observe_spawns(recorder.spawned):
+                run = await self._inner.start(dataclasses.replace(request, on_frame=observe, on_attempt=recorder))
+        except BaseException as exc:
+            # A failed start is a recorded run too: its run/end carries the diagnostic and the exit facts.
+            recorder.fail_start(end_of_failed_start(exc))
+            self._recording.finish_run(recorder)
             raise
-        box.append(run)
-        return _RecordedRun(run, lambda: self._recording.finish_run(recorder, stderr), self._recording.drop_pruned)
+        if recorder.run is None:
+            recorder.announce(run.id, run)  # a provider that does not announce its runs: its facts, at least
+        elif isinstance(run, ChildFacts):
+            recorder.adopt(run)  # a wrapper's facts win (a worktree's setup output leads its stderr)
+        return _RecordedRun(run, lambda: self._recording.finish_run(recorder), self._recording.drop_pruned)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

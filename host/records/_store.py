@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -44,6 +44,7 @@ TASK_PREVIEW_CHARS: Final = 60
 """How many characters of the task a summary shows."""
 
 _SUFFIX: Final = ".jsonl"
+_IN_PROGRESS: Final = frozenset({"starting", "running"})
 
 
 class RunNotFoundError(LookupError):
@@ -67,11 +68,13 @@ class RunSummary:
     provider: str | None
     duration_ms: int | None
     status: str
-    """The stop reason, or ``running`` / ``incomplete`` when there is no ``run/end``."""
+    """The stop reason, or ``starting`` / ``running`` / ``incomplete`` when there is no ``run/end``."""
     task: str
     """The first ``TASK_PREVIEW_CHARS`` characters of the prompt's text."""
     usage: dict[str, Any] | None = None
     """The ``run/end`` usage totals, when the child reported usage."""
+    cause: str | None = None
+    """The closed ``cause`` of ``run/end`` (``None``: no ``run/end``, or a record from before causes existed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,18 +244,35 @@ def _summary(path: Path) -> RunSummary:
     prompt = _first(records, "prompt")
     end = _first(records, "run/end")
     start_data = _data(start)
-    duration = _data(end).get("duration_ms")
-    usage = _data(end).get("usage")
+    end_data = _data(end)
+    duration = end_data.get("duration_ms")
+    usage = end_data.get("usage")
     provider = start_data.get("provider")
+    cause = end_data.get("cause")
+    status = _status(path, records)
+    start_time = start.get("time") if start is not None else None
+    if status in _IN_PROGRESS:
+        duration = _elapsed_ms(start_time)  # a live duration: from run/start until now
     return RunSummary(
         run_id=run_id,
-        start_time=start.get("time") if start is not None else None,
+        start_time=start_time,
         provider=provider if isinstance(provider, str) else None,
         duration_ms=duration if isinstance(duration, int) else None,
-        status=_status(path, records),
+        status=status,
         task=prompt_text(_data(prompt).get("content"))[:TASK_PREVIEW_CHARS],
         usage=cast("dict[str, Any]", usage) if isinstance(usage, dict) else None,
+        cause=cause if isinstance(cause, str) else None,
     )
+
+
+def _elapsed_ms(start_time: object) -> int | None:
+    if not isinstance(start_time, str):
+        return None
+    try:
+        started = datetime.fromisoformat(start_time)
+    except ValueError:
+        return None
+    return max(0, round((datetime.now(UTC) - started).total_seconds() * 1000))
 
 
 def prompt_text(content: object) -> str:
@@ -273,7 +293,10 @@ def _status(path: Path, records: list[dict[str, Any]]) -> str:
     if end is not None:
         stop_reason = _data(end).get("stop_reason")
         return stop_reason if isinstance(stop_reason, str) else "unknown"
-    return "running" if transcript_in_progress(path) else "incomplete"
+    if not transcript_in_progress(path):
+        return "incomplete"
+    # In progress: `starting` until the handshake passed (older records, without `handshake`, had none to wait for).
+    return "running" if _first(records, "handshake") is not None or _first(records, "chunk") else "starting"
 
 
 def _first(records: list[dict[str, Any]], record_type: str) -> dict[str, Any] | None:

@@ -2,8 +2,12 @@
 
 ACP: ``initialize`` then ``session/new``; DSH SDK: ``initialize``. Both are bounded by the entry's
 ``initialize_timeout_ms``. The child's stderr is captured (never inherited). A failure is reported only as the
-closed failure line of its kind; the agent's name, version, protocol version and auth method ids are returned as
-the operator's facts (they are child text: callers print them sanitised, never into a model-visible place).
+closed failure line of its kind, classified exactly as a run classifies the same failure at the same stage
+(docs/behaviour.md#host-one-classification): an ACP error answer or a closed connection is ``process-exit`` with
+its exit facts when the child exited within ``dispose_grace_ms``, else ``transport``; a DSH SDK spawn failure or
+closed connection is ``transport``, an error answer or a result without ``serverInfo`` is ``protocol``. The
+agent's name, version, protocol version and auth method ids are returned as the operator's facts (they are child
+text: callers print them sanitised, never into a model-visible place).
 """
 
 from __future__ import annotations
@@ -23,24 +27,17 @@ from host.diagnostics import (
     AcpFailureFacts,
     AcpStage,
     SdkCategory,
-    SdkStage,
     acp_failure_line,
     sdk_failure_line,
 )
 from host.jsonrpc import JsonRpcPeer
-from host.process import ManagedProcess, build_child_env, run_teardown_ladder, spawn_managed
+from host.process import ManagedProcess, ProcessOutcome, build_child_env, run_teardown_ladder, spawn_managed
+from host.run._attempt import read_agent_info
 
 __all__ = ["CheckReport", "check_entry"]
 
 _ACP_PROTOCOL_VERSION: Final = 1
 _AUTH_REQUIRED_CODE: Final = -32000
-_SDK_CATEGORIES: Final[dict[str, SdkCategory]] = {
-    "protocol": "protocol",
-    "transport": "transport",
-    "timeout": "timeout",
-}
-_FACT_LIMIT: Final = 200
-"""Longest agent-supplied string kept (name, version, auth method id)."""
 
 
 @dataclass(slots=True)
@@ -56,7 +53,13 @@ class CheckReport:
     auth_methods: list[str] = field(default_factory=list[str])
     diagnostic: str | None = None
     stderr_tail: tuple[str, ...] = ()
-    """The child's newest stderr lines (host-only; for the operator at debug level)."""
+    """The child's newest stderr lines (host-only; for the operator, never model-visible)."""
+    exit_code: int | None = None
+    """The child's exit status, once its exit was observed (after the teardown at the latest)."""
+    signal: str | None = None
+    """The signal that ended the child, once its exit was observed."""
+    non_json_lines: int = 0
+    """How many non-blank lines the child wrote to stdout that were no JSON-RPC message."""
 
     @property
     def ok(self) -> bool:
@@ -79,6 +82,7 @@ async def check_entry(entry: EntryConfig, *, cwd: str) -> CheckReport:
                 capture_stderr=True,
             )
         except OSError:
+            # A run classifies a spawn failure the same way: ACP `process-start`, DSH SDK `transport`.
             report.diagnostic = _failure(entry, "process", "process-start")
             return report
         report.timings_ms["spawn"] = _ms_since(started)
@@ -95,6 +99,7 @@ async def check_entry(entry: EntryConfig, *, cwd: str) -> CheckReport:
                     report.diagnostic = report.diagnostic or _failure(entry, "teardown", "unknown")
             report.timings_ms["teardown"] = _ms_since(teardown_started)
             report.stderr_tail = handle.stderr_tail
+            _note_exit(report, handle.outcome)
             group.cancel_scope.cancel()
     return report
 
@@ -119,60 +124,71 @@ async def _handshake(entry: EntryConfig, handle: ManagedProcess, report: CheckRe
                     }
                 else:
                     params = {"cwd": cwd, "provider": entry.provider, "model": entry.model}
-                _read_initialize(await peer.request("initialize", params), report, acp=acp)
+                info = read_agent_info(await peer.request("initialize", params), acp=acp)
+                report.agent_name, report.agent_version = info.name, info.version
+                report.protocol_version, report.auth_methods = info.protocol_version, list(info.auth_methods)
                 report.timings_ms["initialize"] = _ms_since(step)
+                if not acp and (info.name is None or info.version is None):
+                    report.diagnostic = _failure(entry, stage, "protocol")  # the run's SdkProtocolError
                 if acp:
                     stage = "new-session"
                     step = time.monotonic()
                     created = await peer.request("session/new", {"cwd": cwd, "mcpServers": []})
-                    session = _object(created)
-                    if session is None or not isinstance(session.get("sessionId"), str):
+                    if session_id_of(created) is None:
                         report.diagnostic = _failure(entry, stage, "protocol")
                     report.timings_ms["session/new"] = _ms_since(step)
         except TimeoutError:
             report.diagnostic = _failure(entry, stage, "timeout")
         except ResponseError as raw:
-            category: AcpCategory = "auth-required" if acp and raw.code == _AUTH_REQUIRED_CODE else "protocol"
-            report.diagnostic = _failure(entry, stage, category)
+            if acp and raw.code == _AUTH_REQUIRED_CODE:
+                report.diagnostic = _failure(entry, stage, "auth-required")
+            elif acp:
+                report.diagnostic = await _exit_or_transport(entry, handle, stage)
+            else:
+                report.diagnostic = _failure(entry, stage, "protocol")
         except (ConnectionClosedError, PeerWriteError):
-            report.diagnostic = _failure(entry, stage, "transport")
+            report.diagnostic = await _exit_or_transport(entry, handle, stage)
         finally:
+            report.non_json_lines = peer.non_json.count
             peer.close()
             group.cancel_scope.cancel()
 
 
-def _read_initialize(result: object, report: CheckReport, *, acp: bool) -> None:
-    """Copy the agent's self-description out of an ``initialize`` result, leniently and bounded."""
-    body = _object(result)
-    if body is None:
-        return
-    info = _object(body.get("agentInfo" if acp else "serverInfo"))
-    if info is not None:
-        report.agent_name = _short(info.get("name"))
-        report.agent_version = _short(info.get("version"))
-    version = body.get("protocolVersion")
-    if type(version) is int:
-        report.protocol_version = version
-    methods = body.get("authMethods")
-    if isinstance(methods, list):
-        ids = [_short(method.get("id")) for method in map(_object, cast("list[object]", methods)) if method]
-        report.auth_methods = [method_id for method_id in ids if method_id is not None][:20]
+async def _exit_or_transport(entry: EntryConfig, handle: ManagedProcess, stage: AcpStage) -> str:
+    """As a run: an ACP child that exited within ``dispose_grace_ms`` is ``process-exit`` with its exit facts."""
+    if not isinstance(entry, AcpEntryConfig):
+        return _failure(entry, stage, "transport")
+    outcome = handle.outcome
+    if outcome is None:
+        with anyio.move_on_after(math.ceil(entry.dispose_grace_ms) / 1000):
+            outcome = await handle.wait_outcome()
+    if outcome is None:
+        return _failure(entry, stage, "transport")
+    facts = AcpFailureFacts(stage, "process-exit", exit_code=outcome.exit_code, signal=outcome.signal)
+    return acp_failure_line(facts)
 
 
-def _object(value: object) -> dict[str, object] | None:
-    return cast("dict[str, object]", value) if isinstance(value, dict) else None
+def session_id_of(created: object) -> str | None:
+    """The ``sessionId`` of a ``session/new`` result, if it is a string (leniently, as a run reads it)."""
+    if not isinstance(created, dict):
+        return None
+    session_id = cast("dict[str, object]", created).get("sessionId")
+    return session_id if isinstance(session_id, str) else None
 
 
-def _short(value: object) -> str | None:
-    return value[:_FACT_LIMIT] if isinstance(value, str) else None
+def _note_exit(report: CheckReport, outcome: ProcessOutcome | None) -> None:
+    if outcome is not None:
+        report.exit_code, report.signal = outcome.exit_code, outcome.signal
 
 
 def _failure(entry: EntryConfig, stage: AcpStage, category: AcpCategory) -> str:
-    """The closed failure line of the entry's kind; for the DSH SDK, its nearest stage and category."""
+    """The closed failure line of the entry's kind; for the DSH SDK, the run's stage and category."""
     if isinstance(entry, AcpEntryConfig):
         return acp_failure_line(AcpFailureFacts(stage, category))
-    sdk_stage: SdkStage = "shutdown" if stage == "teardown" else "initialize"
-    return sdk_failure_line(sdk_stage, _SDK_CATEGORIES.get(category, "unknown"))
+    if stage == "teardown":
+        return sdk_failure_line("shutdown", "unknown")
+    sdk_category: SdkCategory = category if category in ("protocol", "transport", "timeout") else "transport"
+    return sdk_failure_line("initialize", sdk_category)
 
 
 def _ms_since(started: float) -> float:

@@ -17,6 +17,7 @@ from host._json import MAX_SAFE_INTEGER, ContentBlock
 from host.cancel import CancelSignal
 from host.config import WorkspaceMode
 from host.diagnostics import SubagentResult
+from host.run._attempt import AttemptObserver
 from host.stream import FrameObserver, ProviderKind, TranscriptEvent
 
 __all__ = [
@@ -74,11 +75,16 @@ class SubagentRequest:
     workspace: WorkspaceMode | None = None
     """Per-call override of the entry's ``workspace`` (``None``: the entry's)."""
     run_id: str | None = None
-    """The host-minted run id to use (a workspace names its branch after it); ``None``: a fresh one."""
+    """The host-minted run id to use (a workspace names its branch after it, a background job mints it up front);
+    ``None``: a fresh one."""
     cwd: str | None = None
     """A host-chosen child cwd (the run's worktree); it wins over the entry's ``cwd`` and the parent's."""
     traceparent: str | None = None
     """A checked W3C ``traceparent`` the child is given (ACP ``_meta``, ``TRACEPARENT``); ``None``: none."""
+    job_id: str | None = None
+    """The background job this run belongs to, for its record (never sent to the child)."""
+    on_attempt: AttemptObserver | None = None
+    """Host-only observer of the run's start (the run records): its id before the spawn, its handshake facts."""
 
 
 @dataclass(frozen=True, slots=True)

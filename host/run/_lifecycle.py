@@ -23,6 +23,7 @@ from host._exceptions import AggregateError, StartAbortedError, SubagentHostErro
 from host._json import ContentBlock
 from host.cancel import CancelSignal
 from host.diagnostics import SubagentResult, limit_diagnostic
+from host.run._attempt import notify_attempt
 from host.run._contracts import SubagentRequest
 from host.stream import ProviderKind, RunJournal, TranscriptEvent
 
@@ -175,6 +176,7 @@ class RunLifecycle(Generic[FailureT]):
         self._release_failure = release_failure
         self._report_interrupted_release = report_interrupted_release
         self._on_local_cancel = on_local_cancel
+        self.attempt_observer: Final = request.on_attempt  # told the handshake's facts by the run (before publication)
         self._published = False
         self._cancelled = False
         self._scope: anyio.CancelScope | None = None
@@ -213,6 +215,14 @@ class RunLifecycle(Generic[FailureT]):
         return self._result
 
     # -- startup -----------------------------------------------------------------------------------------------
+
+    def announce(self, run: object) -> None:
+        """Tell the request's attempt observer the run id and the run, right before the child is spawned."""
+        notify_attempt(self.attempt_observer, "announce", self.id, run)
+
+    def start_failed(self) -> None:
+        """Tell the attempt observer the start failed or was aborted (before the rollback teardown)."""
+        notify_attempt(self.attempt_observer, "start_failed")
 
     async def start(
         self,
@@ -257,6 +267,7 @@ class RunLifecycle(Generic[FailureT]):
         except anyio.get_cancelled_exc_class():
             # The caller's own cancellation interrupted the startup: the private child must not outlive it.
             self._remove_listener_once()
+            self.start_failed()
             release_error: Exception | None = None
             with anyio.CancelScope(shield=True):
                 release_error = await self._release_once()
@@ -284,6 +295,7 @@ class RunLifecycle(Generic[FailureT]):
 
     async def _roll_back(self, startup_failure: SubagentHostError | None) -> NoReturn:
         """Release the unpublished child once, then raise its startup failure (or the abort), with a failed release."""
+        self.start_failed()
         release_error: Exception | None = None
         with anyio.CancelScope(shield=True):
             release_error = await self._release_once()

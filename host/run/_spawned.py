@@ -2,8 +2,9 @@
 
 ``observe_spawns(callback)`` installs ``callback`` for the calling task's context while the call starts its run;
 ``notify_spawned()``, called by the child connection right after a successful spawn (before any request is sent),
-invokes it. An observer that raises is logged and never changes the run. Host-side only: nothing reaches the child,
-the transcript, the run records or the model.
+invokes it; ``also_observe_spawns`` adds an inner observer (a run's phase clock, its record) in front of it. An
+observer that raises is logged and never changes the run. Host-side only: nothing reaches the child, the transcript
+or the model.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["notify_spawned", "observe_spawns"]
+__all__ = ["also_observe_spawns", "notify_spawned", "observe_spawns"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,22 @@ def observe_spawns(callback: Callable[[], None] | None) -> Generator[None]:
         yield
     finally:
         _observer.reset(token)
+
+
+@contextmanager
+def also_observe_spawns(callback: Callable[[], None]) -> Generator[None]:
+    """Within the block, a spawn calls ``callback`` first, then the observer already installed (if any)."""
+    outer = _observer.get()
+
+    def both() -> None:
+        try:
+            callback()
+        finally:
+            if outer is not None:
+                outer()
+
+    with observe_spawns(both):
+        yield
 
 
 def notify_spawned() -> None:

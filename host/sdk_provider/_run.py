@@ -26,9 +26,11 @@ from host.diagnostics import (
     sdk_run_failure,
 )
 from host.process import ProcessOutcome, tail_bytes
+from host.run._attempt import AgentInfo, PhaseClock, notify_attempt
 from host.run._contracts import AgentOptions, SubagentRequest
 from host.run._lifecycle import ErrorSink, RunLifecycle, call_error_sink, new_run_id
 from host.run._output_budget import OutputBudget
+from host.run._spawned import also_observe_spawns
 from host.sdk_provider._mapping import OutputFold, classify_error, delta_text, result_of_turn_end
 from host.sdk_provider.client import (
     NotificationObserver,
@@ -43,6 +45,9 @@ from host.stream import SdkChunkMapper, TextDelta, TranscriptEvent, sdk_message_
 __all__ = ["START_ABORTED_MESSAGE", "ClientFactory", "SdkClientLike", "SdkRun", "resolve_route", "start_sdk_run"]
 
 logger = logging.getLogger(__name__)
+
+# Longest runtime-supplied name or version a handshake record keeps.
+_FACT_LIMIT: Final = 200
 
 START_ABORTED_MESSAGE: Final = "subagent request was aborted before the SDK child started"
 """``StartAbortedError`` text: pre-aborted, or cancelled during the handshake (no ``subagent-dsh-sdk:`` prefix)."""
@@ -76,6 +81,11 @@ class SdkClientLike(Protocol):
     @property
     def stderr_tail(self) -> tuple[str, ...]:
         """The newest non-empty stderr lines of the runtime (host-only; run records)."""
+        ...
+
+    @property
+    def non_json_lines(self) -> int:
+        """How many non-blank non-JSON lines the runtime wrote to stdout (run records, the non-ACP hint)."""
         ...
 
 
@@ -164,6 +174,10 @@ class SdkRun:
         """The runtime's captured stderr tail as bytes (host-only)."""
         return tail_bytes(self._client.stderr_tail)
 
+    def child_non_json_lines(self) -> int:
+        """How many non-blank non-JSON lines the runtime wrote to stdout."""
+        return self._client.non_json_lines
+
     async def dispose(self) -> None:
         """Cancel locally, then close the client once; every call sees the same outcome.
 
@@ -195,6 +209,7 @@ class SdkRun:
             provider_name=provider_name,
             max_output_bytes=max_output_bytes,
         )
+        run._lifecycle.announce(run)
         await run._lifecycle.start(
             run._handshake,
             startup_failure=run._startup_failure,
@@ -205,11 +220,16 @@ class SdkRun:
         return run
 
     async def _handshake(self) -> Exception | None:
+        clock = PhaseClock()
         try:
-            await self._client.start(self._task_group)
+            with also_observe_spawns(lambda: clock.mark("spawn")):
+                info = await self._client.start(self._task_group)
         except Exception as exc:
             # The first to settle decides: a failure that settled before any cancel is authoritative.
             return exc
+        clock.mark("initialize")
+        agent = AgentInfo(info.name[:_FACT_LIMIT], info.version[:_FACT_LIMIT])
+        notify_attempt(self._lifecycle.attempt_observer, "handshake", clock.facts(agent))
         return None
 
     async def _startup_failure(self, failure: Exception) -> SdkRunFailure:

@@ -21,6 +21,7 @@ from host.cancel import CancelSignal
 from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
 from host.run._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
+from host.run._lifecycle import new_run_id
 from host.run._spawned import observe_spawns
 from host.stream import EventFrame, FrameObserver, RunUsage, StreamFrame, usage_of_transcript
 from host.telemetry._config import valid_traceparent
@@ -121,6 +122,8 @@ class BackgroundValue(BaseModel):
 
     kind: Literal["background"]
     job_id: str
+    run_id: str | None = None
+    """The run id the job's run and its record will have (host-side; not in the rendered text)."""
 
 
 _DelegationValue = Annotated[ForegroundValue | BackgroundValue, Field(discriminator="kind")]
@@ -241,6 +244,10 @@ def _start_background(
     if jobs is None:
         raise SubagentHostError(BACKGROUND_JOBS_UNAVAILABLE)
 
+    # Minted up front, so the start result names the run its record will be filed under.
+    run_id = new_run_id()
+    job_ids: list[str] = []
+
     async def start(signal: CancelSignal, on_frame: FrameObserver) -> SubagentRun:
         def observe(frame: StreamFrame) -> None:
             on_frame(frame)
@@ -256,12 +263,15 @@ def _start_background(
             on_frame=observe,
             workspace=request.workspace,
             traceparent=request.traceparent,
+            run_id=run_id,
+            job_id=job_ids[0],  # the job's body runs after `jobs.start` returned its id
         )
         return await provider.start(job_request)
 
     # A job honours the entry's budget too: it settles failed with the timeout text (a deliberate deviation).
-    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms)
-    return {"kind": "background", "job_id": job_id}
+    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms, run_id=run_id)
+    job_ids.append(job_id)
+    return {"kind": "background", "job_id": job_id, "run_id": run_id}
 
 
 async def _report_result(run: SubagentRun, hooks: RunHooks) -> None:

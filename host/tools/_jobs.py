@@ -95,6 +95,7 @@ class _Job:
 
     id: str
     label: str
+    run_id: str | None = None
     controller: CancelController = field(default_factory=CancelController)
     queued: bool = False
     """Waiting for a run slot: no child has been started."""
@@ -159,13 +160,16 @@ class JobRunner:
         self._listener_keys = itertools.count()
         self._closed = False
 
-    def start(self, label: str, starter: JobStarter, *, timeout_ms: float | None = None) -> str:
+    def start(
+        self, label: str, starter: JobStarter, *, timeout_ms: float | None = None, run_id: str | None = None
+    ) -> str:
         """Start a job whose run comes from ``starter``; return its id (``subagent-<n>``) at once.
 
         Args:
             label: the one-line label shown by ``job_list`` and the completion notice.
             starter: starts the run with the job's signal.
             timeout_ms: the job's budget; when it expires the job settles ``failed`` with the timeout text.
+            run_id: the run id minted for the job's run, carried by its outcome.
 
         Raises:
             SubagentHostError: the runner is closed.
@@ -177,6 +181,7 @@ class JobRunner:
         job = _Job(
             id=f"{JOB_KIND_SUBAGENT}-{next(self._numbers)}",
             label=label,
+            run_id=run_id,
             queued=self._slots is not None and slot is None,
         )
         self._jobs[job.id] = job
@@ -312,7 +317,7 @@ class JobRunner:
         finally:
             if self._slots is not None and slot is not None:
                 self._slots.release(slot)
-            job.outcome = outcome if outcome is not None else JobOutcome("killed")
+            job.outcome = dataclasses.replace(outcome or JobOutcome("killed"), run_id=job.run_id)
             if job.changes is not None:
                 job.outcome = dataclasses.replace(job.outcome, changes=job.changes)
             if job.waiters:

@@ -154,13 +154,38 @@ async def run_adversary(
     config = adversary_config(tmp_path, mode, arg, **entry)
     with anyio.fail_after(CLI_TIMEOUT_S):
         done = await run_cli("--config", str(config), "--json", task, cwd=tmp_path)
-    for marker in SECRET_MARKERS:
-        assert marker.encode() not in done.stdout
     assert b"Traceback" not in done.stderr, done.stderr[-4000:].decode(errors="replace")
-    return done.returncode, json_of(done.stdout)
+    data = without_stderr_tail(json_of(done.stdout))
+    for marker in SECRET_MARKERS:
+        assert marker not in json.dumps(data)
+    return done.returncode, data
 
 
-def run_object(stop_reason: str, text: str | None, diagnostic: str | None = None) -> dict[str, Any]:
+def without_stderr_tail(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the operator's copy of the child's stderr (``stderr_tail``, which may hold anything the
+    child printed) and the ``runs show`` hint that comes with it."""
+    if data.pop("stderr_tail", None):
+        hints: list[str] = data["hints"]
+        assert hints[-1].startswith("subagent-host runs show ") and hints[-1].endswith(" --stderr"), hints
+        hints.pop()
+        if not hints:
+            del data["hints"]
+    return data
+
+
+# The `cause` a `run --json` object carries for each stop reason unless a test names another.
+_USUAL_CAUSE = {
+    "completed": "completed",
+    "error": "failed",
+    "aborted": "cancelled",
+    "refusal": "child-stopped",
+    "max-tokens": "child-stopped",
+}
+
+
+def run_object(
+    stop_reason: str, text: str | None, diagnostic: str | None = None, *, cause: str | None = None
+) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "run_id": "<run_id>",
         "provider": "acp",
@@ -169,6 +194,7 @@ def run_object(stop_reason: str, text: str | None, diagnostic: str | None = None
     }
     if diagnostic is not None:
         obj["diagnostic"] = diagnostic
+    obj["cause"] = cause or _USUAL_CAUSE[stop_reason]
     return obj
 
 
@@ -181,7 +207,12 @@ async def wait_all_gone(pids: list[int]) -> None:
         await wait_until_gone(pid)
 
 
-ACP_STARTUP_ABORT = {"provider": "acp", "error": "subagent request was aborted before the ACP child started"}
+ACP_STARTUP_ABORT = {
+    "run_id": "<run_id>",  # a start the signal aborted is a recorded run
+    "provider": "acp",
+    "error": "subagent request was aborted before the ACP child started",
+    "cause": "cancelled",
+}
 
 
 async def signal_when_ready(
@@ -225,15 +256,19 @@ SDK_OK = [{"type": "text", "text": "ok"}]
 
 
 def sdk_completed(output: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {**SDK_RUN, "stop_reason": "completed", "output": SDK_OK if output is None else output}
+    output = SDK_OK if output is None else output
+    return {**SDK_RUN, "stop_reason": "completed", "output": output, "cause": "completed"}
 
 
 def sdk_failed(category: str, output: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {**SDK_RUN, "stop_reason": "error", "output": output or [], "diagnostic": D("session-run", category)}
+    diagnostic = D("session-run", category)
+    return {**SDK_RUN, "stop_reason": "error", "output": output or [], "diagnostic": diagnostic, "cause": "failed"}
 
 
 def sdk_rejected(category: str) -> dict[str, Any]:
-    return {"provider": "dsh-sdk", "error": R("initialize", category)}
+    """A start that failed: a recorded run too (its run id and cause), with the safe error."""
+    cause = "timeout" if category == "timeout" else "failed"
+    return {"run_id": "<run_id>", "provider": "dsh-sdk", "error": R("initialize", category), "cause": cause}
 
 
 def adversarial_entry(tmp_path: Path, tricks: str, **settings: Any) -> dict[str, Any]:

@@ -39,12 +39,22 @@ E = "subagent-acp: " + F
 async def test_a_child_that_dies_right_after_initialize_is_a_new_session_process_exit(
     tmp_path: Path, arg: str, facts: str
 ) -> None:
-    expected = {"provider": "acp", "error": E + f"stage: new-session; category: process-exit; {facts})"}
+    expected = {
+        "run_id": "<run_id>",
+        "provider": "acp",
+        "error": E + f"stage: new-session; category: process-exit; {facts})",
+        "cause": "failed",
+    }
     assert await _run(tmp_path, "exit_after_initialize", arg) == (1, expected)
 
 
 async def test_a_child_that_closes_stdout_but_lives_is_a_new_session_transport_failure(tmp_path: Path) -> None:
-    expected = {"provider": "acp", "error": E + "stage: new-session; category: transport)"}
+    expected = {
+        "run_id": "<run_id>",
+        "provider": "acp",
+        "error": E + "stage: new-session; category: transport)",
+        "cause": "failed",
+    }
     assert await _run(tmp_path, "close_stdout_after_initialize") == (1, expected)
 
 

@@ -64,6 +64,7 @@ async def test_json_completed_run_prints_one_object(tmp_path: Path) -> None:
         "provider": "acp",
         "stop_reason": "completed",
         "output": [{"type": "text", "text": "mock child answer"}],
+        "cause": "completed",
     }
     assert_snapshot("cli", "completed", data)
 
@@ -101,8 +102,10 @@ async def test_json_startup_rejection_prints_the_safe_message(tmp_path: Path) ->
     assert done.returncode == 1
     data = json_of(done.stdout)
     assert data == {
+        "run_id": "<run_id>",  # a start that failed is a recorded run
         "provider": "acp",
         "error": "subagent-acp: Subagent failure (provider: ACP; stage: process; category: process-start)",
+        "cause": "failed",
         "hints": [
             "/nonexistent/acp-agent-binary does not exist "
             "(a command with a slash resolves against the config file's directory)"
@@ -126,6 +129,7 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
         "output": [{"type": "text", "text": "partial"}],
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 300ms",
+        "cause": "timeout",
         "hints": ["providers.acp timeout_ms = 300; raise it or pass --timeout-ms N"],
     }
     assert_snapshot("cli", "tool_timeout", data)
@@ -195,6 +199,7 @@ async def test_signal_during_a_hanging_run_prints_the_aborted_result_and_leaves_
         "provider": "acp",
         "stop_reason": "aborted",
         "output": [{"type": "text", "text": "partial"}],
+        "cause": "cancelled",
     }
     assert_all_gone(children)
     assert_snapshot("cli", "interrupted", data)

@@ -46,6 +46,7 @@ async def test_json_object_of_every_acp_snapshot_scenario_is_the_result_plus_run
 ) -> None:
     actual: dict[str, tuple[int, dict[str, Any]]] = {}
     hints: dict[str, list[str]] = {}
+    causes: dict[str, str] = {}
     limiter = anyio.CapacityLimiter(4)
 
     async def one(name: str) -> None:
@@ -54,6 +55,7 @@ async def test_json_object_of_every_acp_snapshot_scenario_is_the_result_plus_run
             done = await run_cli("--config", str(config), "--json", "x", cwd=config.parent)
         obj = json_of(done.stdout)
         hints[name] = obj.pop("hints", [])
+        causes[name] = obj.pop("cause")
         actual[name] = (done.returncode, obj)
 
     # Twenty-one CLI runs, each two interpreter cold starts, four at a time on a small CI box.
@@ -76,6 +78,8 @@ async def test_json_object_of_every_acp_snapshot_scenario_is_the_result_plus_run
         assert all("--permission allow" in hint for hint in hints[name])
     for name in SCENARIOS:
         assert_snapshot("acp", f"cli_{name}", actual[name][1])
+    # The closed cause of each outcome (a denial that did not complete, a stop the child chose, or a failure).
+    assert_snapshot("acp", "cli_causes", {name: causes[name] for name in SCENARIOS})
 
 
 async def test_json_on_the_built_in_echo_provider_answers_with_the_task(tmp_path: Path) -> None:
@@ -87,6 +91,7 @@ async def test_json_on_the_built_in_echo_provider_answers_with_the_task(tmp_path
         "provider": "echo",
         "stop_reason": "completed",
         "output": [{"type": "text", "text": "hello echo"}],
+        "cause": "completed",
     }
 
 

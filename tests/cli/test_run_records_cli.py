@@ -113,9 +113,9 @@ async def test_runs_list_show_and_prune_through_the_console_script(tmp_path: Pat
     ]
     newest = runs["runs"][0]["run_id"]
     header, line = text_list.stdout.decode().splitlines()
-    assert header.split() == ["RUN", "ID", "STARTED", "PROVIDER", "DURATION", "STATUS", "COST", "TASK"]
+    assert header.split() == ["RUN", "ID", "STARTED", "PROVIDER", "DURATION", "STATUS", "CAUSE", "COST", "TASK"]
     assert line.startswith(newest + "  ") and "  child  " in line
-    assert re.search(r"  completed +-  " + re.escape(tasks[1][:60]) + "$", line)
+    assert re.search(r"  completed +completed +-  " + re.escape(tasks[1][:60]) + "$", line)
     with anyio.fail_after(CLI_TIMEOUT_S):
         shown = await _cli("runs", "show", newest[:8], "--state-dir", str(state), cwd=tmp_path)
         shown_json = await _cli("runs", "show", newest, "--json", "--state-dir", str(state), cwd=tmp_path)

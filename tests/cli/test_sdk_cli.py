@@ -6,6 +6,7 @@ payloads, the child's ``LlmFailure`` message) never reach stdout.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 from pathlib import Path
@@ -15,7 +16,15 @@ import anyio
 import psutil
 import pytest
 
-from tests.cli._helpers import CLI_TIMEOUT_S, json_of, read_line, run_cli, start_cli, write_config
+from tests.cli._helpers import (
+    CLI_TIMEOUT_S,
+    json_of,
+    read_line,
+    run_cli,
+    start_cli,
+    without_stderr_tail,
+    write_config,
+)
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON, REPO_ROOT
 from tests.sdk_provider._helpers import pid_alive, wait_for_file
 from tests.snapshots import assert_snapshot
@@ -108,6 +117,7 @@ async def test_json_completed_sdk_run_prints_one_object_and_exits_0(tmp_path: Pa
         "provider": "dsh-sdk",
         "stop_reason": "completed",
         "output": [{"type": "text", "text": "hello from sdk child"}],
+        "cause": "completed",
     }
     assert_snapshot("sdk", "cli_completed", data)
 
@@ -121,13 +131,14 @@ async def test_json_without_switches_echoes_the_task(tmp_path: Path) -> None:
 async def test_json_child_error_carries_the_diagnostic_and_partial_output_and_exits_1(tmp_path: Path) -> None:
     done = await run_json(tmp_path, sdk_entry(FAKE_REASON_KIND="error", FAKE_TEXT="partial answer"))
     assert done.returncode == 1
-    data = json_of(done.stdout)
+    data = without_stderr_tail(json_of(done.stdout))
     assert data == {
         "run_id": "<run_id>",
         "provider": "dsh-sdk",
         "stop_reason": "error",
         "output": [{"type": "text", "text": "partial answer"}],
         "diagnostic": "Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)",
+        "cause": "failed",
     }
     assert_snapshot("sdk", "cli_child_error", data)
 
@@ -137,11 +148,16 @@ async def test_json_startup_rejection_prints_the_safe_message_without_stderr_sec
     done = await run_json(tmp_path, entry)
     assert done.returncode == 1
     data = json_of(done.stdout)
+    # The runtime's own stderr reaches only the operator's copy of it, `stderr_tail` (never the error or a hint).
+    assert any("scripted boot failure" in line for line in data["stderr_tail"])
+    data = without_stderr_tail(data)
     assert data == {
+        "run_id": "<run_id>",
         "provider": "dsh-sdk",
         "error": "subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: transport)",
+        "cause": "failed",
     }
-    assert_secret_free(done.stdout.decode())
+    assert_secret_free(json.dumps(data))
     assert_snapshot("sdk", "cli_startup_rejection", data)
 
 
@@ -150,7 +166,7 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
     entry["timeout_ms"] = 300
     done = await run_json(tmp_path, entry)
     assert done.returncode == 124
-    data = json_of(done.stdout)
+    data = without_stderr_tail(json_of(done.stdout))
     assert data == {
         "run_id": "<run_id>",
         "provider": "dsh-sdk",
@@ -158,6 +174,7 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
         "output": [],
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 300ms",
+        "cause": "timeout",
         "hints": ["providers.dsh-sdk timeout_ms = 300; raise it or pass --timeout-ms N"],
     }
     assert_snapshot("sdk", "cli_tool_timeout", data)
@@ -187,6 +204,7 @@ async def test_json_bad_sdk_key_is_a_config_error_naming_the_key(tmp_path: Path)
                 "stop_reason": "error",
                 "output": [{"type": "text", "text": "hello from fake runtime"}],
                 "diagnostic": "Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)",
+                "cause": "failed",
             },
         ),
         (
@@ -197,11 +215,17 @@ async def test_json_bad_sdk_key_is_a_config_error_naming_the_key(tmp_path: Path)
                 "stop_reason": "error",
                 "output": [],
                 "diagnostic": "Subagent failure (provider: DSH SDK; stage: session-run; category: protocol)",
+                "cause": "failed",
             },
         ),
         (
             {"FAKE_INIT_ERROR": "1"},
-            {"provider": "dsh-sdk", "error": f"subagent-dsh-sdk: {D_INIT_PROTOCOL}"},
+            {
+                "run_id": "<run_id>",
+                "provider": "dsh-sdk",
+                "error": f"subagent-dsh-sdk: {D_INIT_PROTOCOL}",
+                "cause": "failed",
+            },
         ),
     ],
     ids=["llm-failure", "prompt-error-data", "init-error-data"],
@@ -211,8 +235,9 @@ async def test_planted_secrets_never_reach_the_json_on_stdout(
 ) -> None:
     done = await run_json(tmp_path, sdk_entry(patched_fake(tmp_path), AUDIT_SECRET_FAILURES="1", **switches))
     assert done.returncode == 1
-    assert json_of(done.stdout) == expected
-    assert_secret_free(done.stdout.decode())
+    data = without_stderr_tail(json_of(done.stdout))  # the runtime's stderr is the operator's, under stderr_tail
+    assert data == expected
+    assert_secret_free(json.dumps(data))
 
 
 async def test_sigint_during_a_hanging_sdk_run_prints_the_aborted_result_and_leaves_no_survivor(
@@ -247,6 +272,7 @@ async def test_sigint_during_a_hanging_sdk_run_prints_the_aborted_result_and_lea
         "provider": "dsh-sdk",
         "stop_reason": "aborted",
         "output": [{"type": "text", "text": "hello from fake runtime"}],
+        "cause": "cancelled",
     }
     assert sigterm.exists()
     assert not any(pid_alive(proc.pid) for proc in runtimes)

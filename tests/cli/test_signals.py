@@ -36,6 +36,9 @@ from tests.cli._helpers import wait_all_gone as _wait_all_gone
 
 pytestmark = pytest.mark.anyio
 
+# A start aborted by the signal is a recorded run: its run id and cause.
+_ABORTED_START = {"run_id": "<run_id>", "provider": "dsh-sdk", "error": START_ABORTED, "cause": "cancelled"}
+
 
 async def test_a_second_sigint_during_teardown_of_a_sigterm_trapping_child_still_kills_it(tmp_path: Path) -> None:
     config, ready = sigterm_trapping_config(tmp_path)
@@ -50,6 +53,7 @@ async def test_a_second_sigint_during_teardown_of_a_sigterm_trapping_child_still
         "provider": "acp",
         "stop_reason": "aborted",
         "output": [{"type": "text", "text": "partial"}],
+        "cause": "cancelled",
     }
     assert children
     assert_all_gone(children)
@@ -64,7 +68,12 @@ async def test_a_second_sigint_after_a_startup_abort_still_exits_130(tmp_path: P
             await wait_for_file(ready)
             children = descendants(process.pid)
             line, returncode = await signal_twice(process, signal.SIGINT)
-    assert json_of(line) == {"provider": "acp", "error": "subagent request was aborted before the ACP child started"}
+    assert json_of(line) == {
+        "run_id": "<run_id>",  # the aborted start is a recorded run
+        "provider": "acp",
+        "error": "subagent request was aborted before the ACP child started",
+        "cause": "cancelled",
+    }
     assert returncode == 130
     assert children
     assert_all_gone(children)
@@ -127,22 +136,34 @@ async def test_sigint_ends_a_child_that_never_reads_its_stdin(tmp_path: Path, mo
 @pytest.mark.parametrize(
     ("tricks", "stage", "signals", "expected", "status"),
     [
-        ("hang_init", "initialize", [signal.SIGINT], {"provider": "dsh-sdk", "error": START_ABORTED}, 130),
-        ("hang_init", "initialize", [signal.SIGTERM], {"provider": "dsh-sdk", "error": START_ABORTED}, 143),
-        ("hang_turn", "prompt", [signal.SIGINT], {**RUN, "stop_reason": "aborted", "output": []}, 130),
-        ("hang_turn", "prompt", [signal.SIGTERM], {**RUN, "stop_reason": "aborted", "output": []}, 143),
+        ("hang_init", "initialize", [signal.SIGINT], _ABORTED_START, 130),
+        ("hang_init", "initialize", [signal.SIGTERM], _ABORTED_START, 143),
+        (
+            "hang_turn",
+            "prompt",
+            [signal.SIGINT],
+            {**RUN, "stop_reason": "aborted", "output": [], "cause": "cancelled"},
+            130,
+        ),
+        (
+            "hang_turn",
+            "prompt",
+            [signal.SIGTERM],
+            {**RUN, "stop_reason": "aborted", "output": [], "cause": "cancelled"},
+            143,
+        ),
         (
             "hang_turn,ignore_signals",
             "prompt",
             [signal.SIGINT, signal.SIGINT],
-            {**RUN, "stop_reason": "aborted", "output": []},
+            {**RUN, "stop_reason": "aborted", "output": [], "cause": "cancelled"},
             130,
         ),
         (
             "hang_turn,ignore_signals",
             "prompt",
             [signal.SIGTERM, signal.SIGINT],
-            {**RUN, "stop_reason": "aborted", "output": []},
+            {**RUN, "stop_reason": "aborted", "output": [], "cause": "cancelled"},
             143,
         ),
         ("response_first,flood_root", "prompt", [signal.SIGINT], None, 130),

@@ -109,17 +109,19 @@ async def test_runs_list_prints_a_header_and_no_cell_can_pose_as_a_column(tmp_pa
     text = listed.stdout.decode()
     _assert_clean(text)
     header, *rows = text.splitlines()
-    assert header.split() == ["RUN", "ID", "STARTED", "PROVIDER", "DURATION", "STATUS", "COST", "TASK"]
+    assert header.split() == ["RUN", "ID", "STARTED", "PROVIDER", "DURATION", "STATUS", "CAUSE", "COST", "TASK"]
     assert [row.split()[0] for row in rows] == [run_id, "hand-run"]
-    started, provider, status, task = _column_starts(header, ["STARTED", "PROVIDER", "STATUS", "TASK"])
+    started, provider, status, cause, task = _column_starts(header, ["STARTED", "PROVIDER", "STATUS", "CAUSE", "TASK"])
     duration_end = _width(header[: header.index("DURATION") + len("DURATION")])
     newest, hand = rows
     _starts_at(newest, "echo\\u202ex", provider)
     _starts_at(newest, "completed", status)
+    assert newest[cause - 2 : cause + len("completed  ")] == "  completed  "  # the cause, under its header
     _starts_at(newest, "line\\nbreak\\ttab \\x1b[2J\\u202eevil 漢字  completed  spoof", task)
     _starts_at(hand, "2026-01-01T00:00:00.000Z", started)
     _starts_at(hand, "prov\\n  spoofed", provider)
     _starts_at(hand, "completed\\x1b[2J  7 s  x", status)
+    assert hand[cause - 2 : cause + 3] == "  -  "  # a record without a cause (written by hand, or an older host)
     _starts_at(hand, "hand", task)
     assert _width(hand[: hand.index("12 ms") + len("12 ms")]) == duration_end  # right-aligned under its header
     running = run_script("runs", "list", "--running", "--state-dir", str(state), cwd=tmp_path, env=script_env(tmp_path))

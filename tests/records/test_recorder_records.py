@@ -19,7 +19,9 @@ from tests.records._helpers import read_jsonl
 
 def _recorder(tmp_path: Path, seen: list[dict[str, Any]]) -> RunRecorder:
     runs = ensure_runs_dir(tmp_path)
-    start = RunStartFacts(cwd="/w", command="agent", args=("--x",), host_version="9", prompt=[])
+    start = RunStartFacts(
+        provider="p", kind="acp", cwd="/w", command="agent", args=("--x",), host_version="9", prompt=[]
+    )
     return RunRecorder(
         start,
         open_writer=lambda run_id: TranscriptWriter.create(runs, run_id),

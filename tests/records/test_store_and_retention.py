@@ -1,7 +1,8 @@
-"""The runs directory as the store reads it: status (ended, running, incomplete), prefix lookup, pruning, paths.
+"""The runs directory as the store reads it: status (ended, starting, running, incomplete), prefix lookup, pruning.
 
-"In progress" is the writer's ``flock``: pruning skips a locked transcript and ``runs list`` calls it ``running``;
-the same file without its writer is ``incomplete``. In-process: these are file-system facts of one process.
+"In progress" is the writer's ``flock``: pruning skips a locked transcript and ``runs list`` calls it ``starting``
+until its ``handshake`` record, then ``running``; the same file without its writer is ``incomplete``. In-process:
+these are file-system facts of one process.
 """
 
 from __future__ import annotations
@@ -18,16 +19,20 @@ from host.records._paths import ensure_runs_dir
 from host.records._writer import TranscriptWriter, encode_line
 
 
-def _write_run(runs: Path, run_id: str, minute: int, *, ended: bool, task: str = "task") -> TranscriptWriter:
+def _write_run(
+    runs: Path, run_id: str, minute: int, *, ended: bool, task: str = "task", handshake: bool = True
+) -> TranscriptWriter:
     writer = TranscriptWriter.create(runs, run_id)
     time = f"2026-12-01T10:{minute:02d}:00.000Z"
     writer.write(encode_line({"seq": 0, "type": "run/start", "time": time, "data": {"provider": "p"}}))
     writer.write(
         encode_line({"seq": 1, "type": "prompt", "time": time, "data": {"content": [{"type": "text", "text": task}]}})
     )
+    if handshake:
+        writer.write(encode_line({"seq": 2, "type": "handshake", "time": time, "data": {"timings_ms": {}}}))
     if ended:
-        end = {"stop_reason": "completed", "duration_ms": 5}
-        writer.write(encode_line({"seq": 2, "type": "run/end", "time": time, "data": end}))
+        end = {"stop_reason": "completed", "cause": "completed", "duration_ms": 5}
+        writer.write(encode_line({"seq": 3, "type": "run/end", "time": time, "data": end}))
     return writer
 
 
@@ -35,13 +40,23 @@ def test_status_is_the_stop_reason_or_running_while_locked_or_incomplete_once_un
     runs = ensure_runs_dir(tmp_path)
     _write_run(runs, "aaa-ended", 1, ended=True).close()
     live = _write_run(runs, "bbb-live", 2, ended=False, task="x" * 80)
+    starting = _write_run(runs, "ccc-starting", 3, ended=False, handshake=False)
     try:
         summaries = list_runs(tmp_path)
-        assert [(s.run_id, s.status) for s in summaries] == [("bbb-live", "running"), ("aaa-ended", "completed")]
-        assert summaries[0].task == "x" * 60 and summaries[1].duration_ms == 5
+        assert [(s.run_id, s.status) for s in summaries] == [
+            ("ccc-starting", "starting"),  # in progress, its handshake not yet passed
+            ("bbb-live", "running"),
+            ("aaa-ended", "completed"),
+        ]
+        assert summaries[1].task == "x" * 60 and summaries[2].duration_ms == 5
+        assert [s.cause for s in summaries] == [None, None, "completed"]
+        # A run in progress has a live duration: from its run/start until now (days, for these old records).
+        live_ms = summaries[1].duration_ms
+        assert live_ms is not None and live_ms > 60_000
     finally:
         live.close()
-    assert list_runs(tmp_path)[0].status == "incomplete"
+        starting.close()
+    assert [s.status for s in list_runs(tmp_path)][:2] == ["incomplete", "incomplete"]
 
 
 def test_prune_keeps_the_newest_and_never_touches_a_run_in_progress(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from host import CancelController, Host, ToolSuccess
 from host.config._loader import parse_config
 from host.stream import ChunkFrame
+from tests._provider_helpers import wait_for_file
 from tests.records._helpers import PROCESS_TIMEOUT_S, acp_entry, read_jsonl, record_run, sdk_entry
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +35,7 @@ async def test_cancel_mid_stream_with_text_records_the_interrupted_message_befor
     entry = acp_entry(MOCK_HANG="1", MOCK_THOUGHT="1", MOCK_TEXT="partial", MOCK_READY_FILE=str(ready))
     run = await record_run(tmp_path, entry, ready=ready, chunks=2)
     _assert_record_shape(run.records)
-    assert run.types == ["run/start", "prompt", "chunk", "chunk", "assistant/message", "run/end"]
+    assert run.types == ["run/start", "prompt", "handshake", "chunk", "chunk", "assistant/message", "run/end"]
     assert run.of_type("chunk") == [
         {"type": "reasoning-delta", "index": 0, "text": "thinking…"},
         {"type": "text-delta", "index": 1, "text": "partial"},
@@ -51,7 +52,7 @@ async def test_cancel_with_only_a_half_tool_call_records_an_attempt_and_no_messa
     ready = tmp_path / "ready"
     entry = acp_entry(MOCK_HANG="1", MOCK_TOOL_CALL="1", MOCK_TEXT="", MOCK_READY_FILE=str(ready))
     run = await record_run(tmp_path, entry, ready=ready, chunks=2)
-    assert run.types == ["run/start", "prompt", "chunk", "chunk", "assistant/attempt", "run/end"]
+    assert run.types == ["run/start", "prompt", "handshake", "chunk", "chunk", "assistant/attempt", "run/end"]
     assert [chunk["type"] for chunk in run.of_type("chunk")] == ["tool-call", "tool-call"]
     assert len(run.of_type("assistant/attempt")[0]["stream"]) == 2
     assert run.of_type("run/end")[0]["stop_reason"] == "aborted"
@@ -61,7 +62,7 @@ async def test_cancel_with_reasoning_only_records_an_interrupted_reasoning_messa
     ready = tmp_path / "ready"
     entry = acp_entry(MOCK_HANG="1", MOCK_THOUGHT="1", MOCK_TEXT="", MOCK_READY_FILE=str(ready))
     run = await record_run(tmp_path, entry, ready=ready, chunks=1)
-    assert run.types == ["run/start", "prompt", "chunk", "assistant/message", "run/end"]
+    assert run.types == ["run/start", "prompt", "handshake", "chunk", "assistant/message", "run/end"]
     message = run.of_type("assistant/message")[0]
     assert message["content"] == [{"type": "reasoning", "text": "thinking…"}] and message["interrupted"] is True
 
@@ -71,7 +72,9 @@ async def test_completed_run_with_thinking_and_a_tool_call_records_start_prompt_
 ) -> None:
     run = await record_run(tmp_path, acp_entry(MOCK_THOUGHT="1", MOCK_TOOL_CALL="1"), task="plan the work")
     _assert_record_shape(run.records)
-    assert run.types == ["run/start", "prompt", "chunk", "chunk", "chunk", "chunk", "assistant/message", "run/end"]
+    assert run.types == [
+        *("run/start", "prompt", "handshake", "chunk", "chunk", "chunk", "chunk", "assistant/message", "run/end")
+    ]
     start = run.of_type("run/start")[0]
     assert start["provider"] == "child" and start["kind"] == "acp" and start["cwd"] == str(tmp_path)
     assert start["command"] == acp_entry()["command"] and start["args"] == acp_entry()["args"]
@@ -94,7 +97,7 @@ async def test_completed_run_with_thinking_and_a_tool_call_records_start_prompt_
 
 async def test_crash_records_an_attempt_and_run_end_with_the_diagnostic(tmp_path: Path) -> None:
     run = await record_run(tmp_path, acp_entry(MOCK_CRASH_AFTER_CHUNK="1"))
-    assert run.types == ["run/start", "prompt", "chunk", "assistant/attempt", "run/end"]
+    assert run.types == ["run/start", "prompt", "handshake", "chunk", "assistant/attempt", "run/end"]
     end = run.of_type("run/end")[0]
     assert end["stop_reason"] == "error"
     assert end["diagnostic"].endswith("exit code: 17)")
@@ -147,8 +150,42 @@ async def test_a_background_job_is_recorded_like_a_foreground_run(tmp_path: Path
             assert isinstance(started, ToolSuccess) and isinstance(started.value, dict)
             job_id = started.value["job_id"]
             assert isinstance(job_id, str)
-            await host.wait_job(job_id)
+            outcome = await host.wait_job(job_id)
     (transcript,) = sorted((state / "runs").glob("*.jsonl"))
     records = read_jsonl(transcript)
-    assert [r["type"] for r in records] == ["run/start", "prompt", "chunk", "assistant/message", "run/end"]
+    assert [r["type"] for r in records] == ["run/start", "prompt", "handshake", "chunk", "assistant/message", "run/end"]
     assert records[-1]["data"]["stop_reason"] == "completed"
+    # The job is traceable both ways: its start value and outcome name the run, the record names the job.
+    assert transcript.stem == started.value["run_id"] == outcome.run_id
+    assert records[0]["data"]["job_id"] == job_id and records[0]["data"]["label"] == "child"
+
+
+async def test_a_background_job_killed_before_its_handshake_is_a_recorded_run(tmp_path: Path) -> None:
+    ready, go = tmp_path / "ready", tmp_path / "go"  # the agent parks in `initialize`; GO never appears
+    config = parse_config(
+        {"providers": {"child": acp_entry(MOCK_INITIALIZE_READY=str(ready), MOCK_INITIALIZE_GO=str(go))}}
+    )
+    state = tmp_path / "state"
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
+            signal = CancelController().signal
+            started = await host.execute(
+                "delegate_child", {"task": "bg", "label": "nightly", "run_in_background": True}, signal=signal
+            )
+            assert isinstance(started, ToolSuccess) and isinstance(started.value, dict)
+            job_id = started.value["job_id"]
+            assert isinstance(job_id, str)
+            await wait_for_file(ready)
+            await host.execute("job_kill", {"job_id": job_id}, signal=signal)
+            outcome = await host.wait_job(job_id)
+    records = read_jsonl(state / "runs" / f"{started.value['run_id']}.jsonl")
+    assert [r["type"] for r in records] == ["run/start", "prompt", "run/end"]
+    assert records[0]["data"]["job_id"] == job_id and records[0]["data"]["label"] == "nightly"
+    end = records[-1]["data"]
+    assert (end["stop_reason"], end["cause"], outcome.status, outcome.run_id) == (
+        "aborted",
+        "cancelled",
+        "killed",
+        started.value["run_id"],
+    )
+    assert "handshake_ms" in end and "prompt_ms" not in end

@@ -55,6 +55,10 @@ class ForwardingClient(SdkClientLike):
     def stderr_tail(self) -> tuple[str, ...]:
         return self.inner.stderr_tail
 
+    @property
+    def non_json_lines(self) -> int:
+        return self.inner.non_json_lines
+
 
 class ReapThenRaiseClient(ForwardingClient):
     """``aclose()`` reaps the runtime for real, then raises a secret-bearing error."""

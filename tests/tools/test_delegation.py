@@ -150,12 +150,27 @@ async def test_pre_cancelled_call_never_starts_a_child(tmp_path: Path) -> None:
 
 
 async def test_unknown_parent_workspace_is_a_configuration_rejection(tmp_path: Path) -> None:
+    def unknown(_agent: object | None) -> str | None:
+        return None
+
     with anyio.fail_after(PROCESS_TIMEOUT_S):
-        async with Host.open(acp_config(MOCK_TEXT="x")) as host:
+        async with Host.open(acp_config(MOCK_TEXT="x"), parent_cwd=unknown) as host:
             result = await host.execute("delegate_acp", {"task": "x"}, signal=CancelController().signal)
     assert text_of(result) == (
         "Error: subagent-acp: Subagent failure (provider: ACP; stage: initialize; category: configuration)"
     )
+
+
+async def test_host_open_without_parent_cwd_delegates_in_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with Host.open(acp_config(MOCK_ECHO_CWD="1")) as host:
+            result = await host.execute("delegate_acp", {"task": "x"}, signal=CancelController().signal)
+    real = tmp_path.resolve()  # noqa: ASYNC240 (a test's own path, once)
+    # The child runs in the directory the program was in, and its session/new names it too.
+    assert text_of(result) == f"{real}\n{os.getcwd()}"
 
 
 async def test_parent_cwd_comes_from_the_calls_agent_token(tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ async def test_a_killed_job_is_disposed_before_its_outcome_is_reported(tmp_path:
             # Reported, and the host is still open: the job's own dispose reaped the whole tree.
             alive, grandchild_gone = live_fakes(), is_gone(grandchild)
             report = await host.execute("job_output", {"job_id": job_id}, signal=signal)
-    assert outcome == JobOutcome("killed")
+    assert outcome == JobOutcome("killed", run_id=started.to_json()["value"]["run_id"])
     assert alive == [] and grandchild_gone
     assert text_of(report) == "(no new output)\n[status: killed]"
 

@@ -119,6 +119,11 @@ class SdkClient:
         """The newest non-empty stderr lines (host-only)."""
         return self._handle.stderr_tail if self._handle is not None else ()
 
+    @property
+    def non_json_lines(self) -> int:
+        """How many non-blank lines the runtime wrote to stdout that were no JSON-RPC message."""
+        return self._peer.non_json.count if self._peer is not None else 0
+
     # -- startup -----------------------------------------------------------------------------------------------
 
     async def start(self, task_group: TaskGroup) -> ServerInfo:
