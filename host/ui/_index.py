@@ -27,6 +27,7 @@ from host.records import prompt_text, transcript_in_progress
 __all__ = ["RunFilter", "RunIndex", "RunRow", "read_records_from"]
 
 _SUFFIX: Final = ".jsonl"
+_IN_PROGRESS: Final = frozenset({"starting", "running"})
 _HEAD_BYTES: Final = 256 * 1024
 """How much of a transcript's head is read for ``run/start`` and ``prompt``."""
 _TAIL_BYTES: Final = 64 * 1024
@@ -47,7 +48,7 @@ class RunRow:
     """The start as a POSIX timestamp (the file's mtime when ``run/start`` is unreadable): the sort key."""
     provider: str | None
     status: str
-    """The stop reason, or ``running`` / ``incomplete`` when there is no ``run/end``."""
+    """The stop reason, or ``starting`` / ``running`` / ``incomplete`` when there is no ``run/end``."""
     duration_ms: int | None
     task: str
     """The first ``TASK_PREVIEW_CHARS`` characters of the prompt's text (child-independent, but still escaped)."""
@@ -153,7 +154,7 @@ class RunIndex:
         """Re-read the runs last seen in progress (the only transcripts that can still change)."""
         changed = False
         for run_id, known in list(self._entries.items()):
-            if known.row.status != "running":
+            if known.row.status not in _IN_PROGRESS:
                 continue
             path = self._runs / f"{run_id}{_SUFFIX}"
             try:
@@ -171,7 +172,7 @@ class RunIndex:
     @staticmethod
     def _summary_of(path: Path, run_id: str, known: _Entry | None, info: os.stat_result) -> _Entry:
         stamp = (info.st_mtime_ns, info.st_size)
-        if known is not None and known.stamp == stamp and known.row.status != "running":
+        if known is not None and known.stamp == stamp and known.row.status not in _IN_PROGRESS:
             return known
         row = _summarise(path, run_id, info.st_mtime)
         if known is not None and known.row == row and known.stamp == stamp:
@@ -214,7 +215,7 @@ def _summarise(path: Path, run_id: str, mtime: float) -> RunRow:
         stop_reason = end_data.get("stop_reason")
         status = stop_reason if isinstance(stop_reason, str) else "unknown"
     else:
-        status = "running" if transcript_in_progress(path) else "incomplete"
+        status = _in_progress_status(head) if transcript_in_progress(path) else "incomplete"
     return RunRow(
         run_id=run_id,
         start_time=start_time if isinstance(start_time, str) else None,
@@ -228,6 +229,11 @@ def _summarise(path: Path, run_id: str, mtime: float) -> RunRow:
         turn=_int_or_none(start_data.get("turn")),
         cause=_text_or_none(end_data.get("cause")),
     )
+
+
+def _in_progress_status(head: list[dict[str, Any]]) -> str:
+    """``starting`` until the handshake passed (as ``runs list`` says), then ``running``."""
+    return "running" if _first(head, "handshake") is not None or _first(head, "chunk") is not None else "starting"
 
 
 def _head_and_last(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:

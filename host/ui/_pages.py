@@ -16,7 +16,7 @@ from host.ui._index import RunRow
 
 __all__ = ["batch_page", "batches_page", "not_found_page", "run_page", "runs_page", "session_page", "sessions_page"]
 
-STATUSES: Final = ("running", "completed", "error", "aborted", "refusal", "max-tokens", "incomplete")
+STATUSES: Final = ("starting", "running", "completed", "error", "aborted", "refusal", "max-tokens", "incomplete")
 _FILTERS: Final = ("provider", "status", "session", "batch", "q")
 
 
