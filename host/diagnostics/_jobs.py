@@ -43,6 +43,8 @@ class JobOutcome:
     """The text blocks of a completed run's output, joined with no separator."""
     detail: str | None = None
     """Why a job failed: a stop reason, a diagnostic, or a described error."""
+    session_id: str | None = None
+    """The session the job's run was a turn of (continue it with ``session_id``)."""
 
 
 def job_outcome_of(result: SubagentResult) -> JobOutcome:

@@ -53,6 +53,10 @@ class RunStartFacts:
     """This host's package version."""
     prompt: list[ContentBlock]
     """The content blocks sent to the child."""
+    session_id: str | None = None
+    """The session this run is a turn of (``None``: a run outside any session)."""
+    turn: int | None = None
+    """The run's turn number in its session (1 for the first)."""
 
 
 @dataclass(slots=True)
@@ -162,18 +166,19 @@ class RunRecorder:
             except OSError as exc:
                 logger.warning(_WRITE_FAILED, run_id, exc.strerror or type(exc).__name__)
         start = self._start
-        self._emit(
-            "run/start",
-            {
-                "run_id": run_id,
-                "provider": data["provider"],
-                "kind": data["kind"],
-                "cwd": start.cwd,
-                "command": start.command,
-                "args": list(start.args),
-                "host_version": start.host_version,
-            },
-        )
+        record: dict[str, Any] = {
+            "run_id": run_id,
+            "provider": data["provider"],
+            "kind": data["kind"],
+            "cwd": start.cwd,
+            "command": start.command,
+            "args": list(start.args),
+            "host_version": start.host_version,
+        }
+        if start.session_id is not None:
+            record["session_id"] = start.session_id
+            record["turn"] = start.turn
+        self._emit("run/start", record)
         self._emit("prompt", {"content": start.prompt})
 
     def _end(self, data: dict[str, Any]) -> None:

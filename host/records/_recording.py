@@ -106,6 +106,8 @@ class RunRecording:
             args=entry.args,
             host_version=self._version,
             prompt=_prompt_sent(entry.kind, request.prompt),
+            session_id=request.lease.session_id if request.lease is not None else None,
+            turn=request.lease.turn if request.lease is not None else None,
         )
 
         def outcome_of() -> ProcessOutcome | None:

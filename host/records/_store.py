@@ -72,6 +72,8 @@ class RunSummary:
     """The first ``TASK_PREVIEW_CHARS`` characters of the prompt's text."""
     usage: dict[str, Any] | None = None
     """The ``run/end`` usage totals, when the child reported usage."""
+    session_id: str | None = None
+    """The session the run was a turn of (``None`` for a run recorded outside any session)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +246,7 @@ def _summary(path: Path) -> RunSummary:
     duration = _data(end).get("duration_ms")
     usage = _data(end).get("usage")
     provider = start_data.get("provider")
+    session_id = start_data.get("session_id")
     return RunSummary(
         run_id=run_id,
         start_time=start.get("time") if start is not None else None,
@@ -252,6 +255,7 @@ def _summary(path: Path) -> RunSummary:
         status=_status(path, records),
         task=prompt_text(_data(prompt).get("content"))[:TASK_PREVIEW_CHARS],
         usage=cast("dict[str, Any]", usage) if isinstance(usage, dict) else None,
+        session_id=session_id if isinstance(session_id, str) else None,
     )
 
 

@@ -17,6 +17,7 @@ from host._json import MAX_SAFE_INTEGER, ContentBlock
 from host.cancel import CancelSignal
 from host.config import WorkspaceMode
 from host.diagnostics import SubagentResult
+from host.run._lease import SessionLease
 from host.stream import FrameObserver, ProviderKind, TranscriptEvent
 
 __all__ = [
@@ -79,6 +80,8 @@ class SubagentRequest:
     """A host-chosen child cwd (the run's worktree); it wins over the entry's ``cwd`` and the parent's."""
     traceparent: str | None = None
     """A checked W3C ``traceparent`` the child is given (ACP ``_meta``, ``TRACEPARENT``); ``None``: none."""
+    lease: SessionLease | None = None
+    """The session this run is a turn of (``None``: a one-shot run that owns its child, as before sessions)."""
 
 
 @dataclass(frozen=True, slots=True)

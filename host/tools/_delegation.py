@@ -8,7 +8,7 @@ job under its own controller and returns at once. The capability gate runs befor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
@@ -22,10 +22,12 @@ from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
 from host.run._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.run._spawned import observe_spawns
+from host.sessions import SessionTable
 from host.stream import EventFrame, FrameObserver, RunUsage, StreamFrame, usage_of_transcript
 from host.telemetry._config import valid_traceparent
 from host.tools._define import define_tool
 from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
+from host.tools._session_turns import CONTEXT_RESET_TEXT, SessionTurn
 from host.tools._slots import RunSlots
 from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
 from host.workspace import Changes
@@ -54,6 +56,17 @@ USAGE_TEXT: Final = (
     "a background job instead; read it with job_output and stop it with job_kill."
 )
 """The standard usage text every delegation tool description ends with."""
+SESSION_TEXT: Final = (
+    "Every result carries a `session_id`: pass it back as `session_id` to continue the same conversation with the "
+    "same child. {idle} A session is resumed from where it stopped when the agent supports it; if it cannot be, "
+    'the call fails with "session-expired" (pass `if_lost: "new"` to start a fresh session instead, which the '
+    "result marks `context_reset`). Sessions unused for {ttl_days} days expire."
+)
+"""The session paragraph of every delegation tool description (docs/behaviour.md#sessions)."""
+_IDLE_WARM: Final = "The child stays alive for {idle} after a turn, so a follow-up within that time is fast."
+_IDLE_ZERO: Final = "The child is stopped after each turn, so every follow-up resumes it."
+SESSIONS_UNAVAILABLE: Final = "sessions unavailable"
+"""Raised by a call naming a session when the host keeps no session table."""
 _DEFAULT_DESCRIPTION: Final = (
     "Delegate a self-contained task to a fresh out-of-process {kind} ({name}) and return its final answer. "
     + USAGE_TEXT
@@ -79,6 +92,8 @@ class RunHooks:
     on_usage: Callable[[str, RunUsage], None] | None = None
     """Called with ``(run_id, usage totals)`` as soon as the run settled, before ``on_result``, when the child
     reported usage (checked numbers only, docs/behaviour.md#records-usage)."""
+    on_session: Callable[[str], None] | None = None
+    """Called with the call's session id as soon as it is known (before the run starts; failures carry it too)."""
 
 
 HooksOf = Callable[[ToolRunContext], RunHooks | None]
@@ -100,6 +115,19 @@ class DelegateArgs(BaseModel):
         description='"worktree": the child works in a git worktree of its own and its changes come back as a patch '
         'to apply with changes_apply; "shared": it works in your working tree. Default: the provider\'s setting.',
     )
+    session_id: StrictStr | None = Field(
+        default=None, description="Continue this session: the `session_id` an earlier call of this tool returned."
+    )
+    fork_session_id: StrictStr | None = Field(
+        default=None,
+        description="Start a new session forked from this one (the child starts with its context), if the agent "
+        "supports forking.",
+    )
+    if_lost: Literal["error", "new"] = Field(
+        default="error",
+        description='What to do when the session cannot be resumed: "error" (the default) fails the call; "new" '
+        "starts a fresh session and marks the result `context_reset`.",
+    )
 
 
 class ForegroundValue(BaseModel):
@@ -112,6 +140,8 @@ class ForegroundValue(BaseModel):
     output: list[ContentBlock]
     changes: Changes | None = None
     """A worktree run's changes (only when it left some)."""
+    session_id: str | None = None
+    context_reset: bool | None = None
 
 
 class BackgroundValue(BaseModel):
@@ -121,6 +151,7 @@ class BackgroundValue(BaseModel):
 
     kind: Literal["background"]
     job_id: str
+    session_id: str | None = None
 
 
 _DelegationValue = Annotated[ForegroundValue | BackgroundValue, Field(discriminator="kind")]
@@ -129,6 +160,8 @@ _DelegationValue = Annotated[ForegroundValue | BackgroundValue, Field(discrimina
 def _render(_arguments: JsonValue, value: ForegroundValue | BackgroundValue) -> list[ContentBlock]:
     if isinstance(value, BackgroundValue):
         return [{"type": "text", "text": BACKGROUND_STARTED_TEXT.format(job_id=value.job_id)}]
+    if value.context_reset:
+        return [{"type": "text", "text": CONTEXT_RESET_TEXT + "\n\n" + text_of(value.output)}]
     return [{"type": "text", "text": text_of(value.output)}]
 
 
@@ -141,17 +174,35 @@ def default_description(entry: EntryConfig) -> str:
     return _DEFAULT_DESCRIPTION.format(kind=_KIND_NAMES[entry.kind], name=entry.name)
 
 
-def tool_description(entry: EntryConfig) -> str:
-    """The entry's ``description`` followed by the standard usage text (or the default when it has none).
+def session_text(entry: EntryConfig, ttl_days: int) -> str:
+    """The session paragraph: the entry's idle time and the resume rules."""
+    idle_ms = entry.session_idle_ms
+    idle = _IDLE_ZERO if idle_ms == 0 else _IDLE_WARM.format(idle=_duration(idle_ms))
+    return SESSION_TEXT.format(idle=idle, ttl_days=ttl_days)
+
+
+def _duration(milliseconds: float) -> str:
+    seconds = milliseconds / 1000
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute" + ("" if minutes == 1 else "s")
+    return f"{seconds:g} second" + ("" if seconds == 1 else "s")
+
+
+def tool_description(entry: EntryConfig, ttl_days: int | None = None) -> str:
+    """The entry's ``description`` followed by the standard usage text (or the default when it has none), then the
+    session paragraph when the host keeps sessions (``ttl_days`` given).
 
     Joined as sentences: a description that does not end a sentence (``.``, ``!``, ``?``) gets a full stop.
     """
     if entry.description is None or not entry.description.strip():
-        return default_description(entry)
-    description = entry.description.rstrip()
-    if not description.endswith((".", "!", "?")):
-        description += "."
-    return f"{description} {USAGE_TEXT}"
+        text = default_description(entry)
+    else:
+        description = entry.description.rstrip()
+        if not description.endswith((".", "!", "?")):
+            description += "."
+        text = f"{description} {USAGE_TEXT}"
+    return text if ttl_days is None else f"{text} {session_text(entry, ttl_days)}"
 
 
 def create_delegation_tool(
@@ -162,6 +213,7 @@ def create_delegation_tool(
     jobs: Callable[[], JobRunner | None] | None = None,
     hooks_of: HooksOf | None = None,
     slots: RunSlots | None = None,
+    sessions: SessionTable | None = None,
 ) -> ToolDefinition:
     """Build ``delegate_<entry name>`` for ``provider``, declaring the entry's ``timeout_ms``.
 
@@ -174,6 +226,7 @@ def create_delegation_tool(
         hooks_of: returns the per-call hooks of a foreground call.
         slots: the host-wide run limit a foreground run holds a slot of from before its start until it was
             disposed (a background job holds one through its runner).
+        sessions: the host's session table; without one every call is a one-shot run and naming a session fails.
     """
 
     async def delegate(args: DelegateArgs, ctx: ToolRunContext) -> JsonValue:
@@ -190,17 +243,44 @@ def create_delegation_tool(
             traceparent=valid_traceparent(hooks.traceparent) if hooks is not None else None,
         )
         check_capabilities(provider, request)
+        turn = _session_turn(args, request, hooks)
+        start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]] = (
+            provider.start if turn is None else lambda request: turn.start(provider, request)
+        )
+        session_id = turn.session.id if turn is not None else None
         if args.run_in_background:
-            return _start_background(provider, request, jobs() if jobs is not None else None, entry.timeout_ms)
+            job_runner = jobs() if jobs is not None else None
+            return _start_background(start_run, request, job_runner, entry.timeout_ms, session_id)
         if slots is None:
-            return await _run_foreground(provider, request, hooks, changes)
+            return await _run_foreground(start_run, request, hooks, changes, turn)
         # Cancelled while queued, no slot is held: the start then settles aborted before any spawn.
         async with slots.hold(ctx.signal):
-            return await _run_foreground(provider, request, hooks, changes)
+            return await _run_foreground(start_run, request, hooks, changes, turn)
+
+    def _session_turn(args: DelegateArgs, request: SubagentRequest, hooks: RunHooks | None) -> SessionTurn | None:
+        if sessions is None:
+            if args.session_id is not None or args.fork_session_id is not None:
+                raise SubagentHostError(SESSIONS_UNAVAILABLE)
+            return None
+        # A worktree turn's child works in that turn's own worktree: it is not kept warm (the session resumes cold).
+        worktree = (args.workspace or entry.workspace) == "worktree"
+        idle_ms = 0.0 if worktree else entry.session_idle_ms
+        session, fork_of = sessions.resolve(
+            provider=provider.name,
+            kind=provider.kind,
+            idle_ms=idle_ms,
+            session_id=args.session_id,
+            fork_session_id=args.fork_session_id,
+            cwd=entry.cwd if entry.cwd is not None else request.parent_cwd,
+            label=args.label,
+        )
+        if hooks is not None and hooks.on_session is not None:
+            hooks.on_session(session.id)
+        return SessionTurn(sessions, session, idle_ms=idle_ms, fork_of=fork_of, if_lost_new=args.if_lost == "new")
 
     return define_tool(
         delegation_tool_name(entry.name),
-        tool_description(entry),
+        tool_description(entry, sessions.ttl_days if sessions is not None else None),
         DelegateArgs,
         _OUTPUT,
         delegate,
@@ -223,20 +303,32 @@ class _ChangesCapture:
 
 
 async def _run_foreground(
-    provider: Provider, request: SubagentRequest, hooks: RunHooks | None, changes: _ChangesCapture | None
+    start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]],
+    request: SubagentRequest,
+    hooks: RunHooks | None,
+    changes: _ChangesCapture | None,
+    turn: SessionTurn | None,
 ) -> JsonValue:
     with observe_spawns(hooks.on_spawn if hooks is not None else None):
-        run = await provider.start(request)
+        run = await start_run(request)
     if hooks is not None and (hooks.on_result is not None or hooks.on_usage is not None):
         await _report_result(run, hooks)
     value = await settle_foreground_run(run)
     if changes is not None and changes.data is not None:
         value["changes"] = changes.data
+    if turn is not None:
+        value["session_id"] = turn.session.id
+        if turn.context_reset:
+            value["context_reset"] = True
     return value
 
 
 def _start_background(
-    provider: Provider, request: SubagentRequest, jobs: JobRunner | None, timeout_ms: float | None
+    start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]],
+    request: SubagentRequest,
+    jobs: JobRunner | None,
+    timeout_ms: float | None,
+    session_id: str | None,
 ) -> JsonValue:
     if jobs is None:
         raise SubagentHostError(BACKGROUND_JOBS_UNAVAILABLE)
@@ -257,11 +349,13 @@ def _start_background(
             workspace=request.workspace,
             traceparent=request.traceparent,
         )
-        return await provider.start(job_request)
+        return await start_run(job_request)
 
     # A job honours the entry's budget too: it settles failed with the timeout text (a deliberate deviation).
-    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms)
-    return {"kind": "background", "job_id": job_id}
+    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms, session_id=session_id)
+    if session_id is None:
+        return {"kind": "background", "job_id": job_id}
+    return {"kind": "background", "job_id": job_id, "session_id": session_id}
 
 
 async def _report_result(run: SubagentRun, hooks: RunHooks) -> None:
