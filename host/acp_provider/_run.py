@@ -115,11 +115,9 @@ class AcpRun:
     ) -> AcpRun:
         """Spawn the child and race its handshake; see :func:`start_acp_run`."""
         run = cls(request, spec=spec, task_group=task_group, on_error=on_error, provider_name=provider_name)
-        warm = run._turn.borrow()
-        if warm is not None:
-            # A warm session: this turn borrows its live child; no spawn, no handshake.
+        warm = run._turn.borrow(on_update=run._on_update, on_permission=run._decide_permission)
+        if warm is not None:  # a warm session: this turn borrows its live child (no spawn, no handshake)
             run._session_id = warm.agent_session_id
-            warm.conn.bind(on_update=run._on_update, on_permission=run._decide_permission)
             await run._open(warm.conn)
             return run
         try:
@@ -235,17 +233,14 @@ class AcpRun:
                 return self._startup_failure(stage, raw)
         if bound.cancelled_caught:
             return StartupFailure(stage, TimeoutReason(f"ACP {stage}", timeout_ms), AcpFailureFacts(stage, "timeout"))
-        if isinstance(opened, StartupFailure):
+        if not isinstance(opened, OpenedSession):
             return opened
-        assert opened is not None
         self._session_id = opened.session_id
         return None
 
     @staticmethod
     def _startup_failure(stage: AcpStage, raw: BaseException) -> StartupFailure:
-        if is_auth_required(raw):
-            return StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required"))
-        return StartupFailure(stage, raw)
+        return StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required") if is_auth_required(raw) else None)
 
     # -- the published attempt ---------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from host._exceptions import AcpConnectionClosed, AcpResponseError, SubagentHostError
-from host.acp_provider._connection import AcpConnection
+from host.acp_provider._connection import AcpConnection, PermissionPolicyFn, UpdateObserver
 from host.acp_provider._spec import NO_SESSION_ID_MESSAGE, StartupFailure
 from host.acp_provider._wire import as_object, cancelled_answer, session_id_of
 from host.diagnostics import AcpFailureFacts, AcpStage
@@ -246,12 +246,14 @@ class TurnSession:
         self._detached: DetachedPrompt | None = None
         self.borrowed = False
 
-    def borrow(self) -> AcpWarmChild | None:
-        """The session's warm ACP child, now lent to this turn (``None``: the turn spawns its own)."""
+    def borrow(self, *, on_update: UpdateObserver, on_permission: PermissionPolicyFn) -> AcpWarmChild | None:
+        """The session's warm ACP child, now lent to this turn, its updates and permission requests routed to
+        ``on_update`` and ``on_permission`` (``None``: the turn spawns its own)."""
         warm = self._lease.warm if self._lease is not None else None
         if not isinstance(warm, AcpWarmChild):
             return None
         self.borrowed, self._support = True, warm.support
+        warm.conn.bind(on_update=on_update, on_permission=on_permission)
         return warm
 
     @property

@@ -27,7 +27,7 @@ from host.stream import EventFrame, FrameObserver, RunUsage, StreamFrame, usage_
 from host.telemetry._config import valid_traceparent
 from host.tools._define import define_tool
 from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
-from host.tools._session_turns import CONTEXT_RESET_TEXT, SessionTurn
+from host.tools._session_turns import CONTEXT_RESET_TEXT, SessionArgs, SessionTurn, open_session_turn, session_text
 from host.tools._slots import RunSlots
 from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
 from host.workspace import Changes
@@ -56,17 +56,6 @@ USAGE_TEXT: Final = (
     "a background job instead; read it with job_output and stop it with job_kill."
 )
 """The standard usage text every delegation tool description ends with."""
-SESSION_TEXT: Final = (
-    "Every result carries a `session_id`: pass it back as `session_id` to continue the same conversation with the "
-    "same child. {idle} A session is resumed from where it stopped when the agent supports it; if it cannot be, "
-    'the call fails with "session-expired" (pass `if_lost: "new"` to start a fresh session instead, which the '
-    "result marks `context_reset`). Sessions unused for {ttl_days} days expire."
-)
-"""The session paragraph of every delegation tool description (docs/behaviour.md#sessions)."""
-_IDLE_WARM: Final = "The child stays alive for {idle} after a turn, so a follow-up within that time is fast."
-_IDLE_ZERO: Final = "The child is stopped after each turn, so every follow-up resumes it."
-SESSIONS_UNAVAILABLE: Final = "sessions unavailable"
-"""Raised by a call naming a session when the host keeps no session table."""
 _DEFAULT_DESCRIPTION: Final = (
     "Delegate a self-contained task to a fresh out-of-process {kind} ({name}) and return its final answer. "
     + USAGE_TEXT
@@ -174,21 +163,6 @@ def default_description(entry: EntryConfig) -> str:
     return _DEFAULT_DESCRIPTION.format(kind=_KIND_NAMES[entry.kind], name=entry.name)
 
 
-def session_text(entry: EntryConfig, ttl_days: int) -> str:
-    """The session paragraph: the entry's idle time and the resume rules."""
-    idle_ms = entry.session_idle_ms
-    idle = _IDLE_ZERO if idle_ms == 0 else _IDLE_WARM.format(idle=_duration(idle_ms))
-    return SESSION_TEXT.format(idle=idle, ttl_days=ttl_days)
-
-
-def _duration(milliseconds: float) -> str:
-    seconds = milliseconds / 1000
-    if seconds >= 60 and seconds % 60 == 0:
-        minutes = int(seconds // 60)
-        return f"{minutes} minute" + ("" if minutes == 1 else "s")
-    return f"{seconds:g} second" + ("" if seconds == 1 else "s")
-
-
 def tool_description(entry: EntryConfig, ttl_days: int | None = None) -> str:
     """The entry's ``description`` followed by the standard usage text (or the default when it has none), then the
     session paragraph when the host keeps sessions (``ttl_days`` given).
@@ -243,7 +217,14 @@ def create_delegation_tool(
             traceparent=valid_traceparent(hooks.traceparent) if hooks is not None else None,
         )
         check_capabilities(provider, request)
-        turn = _session_turn(args, request, hooks)
+        turn = open_session_turn(
+            sessions,
+            provider,
+            entry,
+            request,
+            SessionArgs(args.session_id, args.fork_session_id, args.if_lost == "new", args.label, args.workspace),
+            on_session=hooks.on_session if hooks is not None else None,
+        )
         start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]] = (
             provider.start if turn is None else lambda request: turn.start(provider, request)
         )
@@ -256,27 +237,6 @@ def create_delegation_tool(
         # Cancelled while queued, no slot is held: the start then settles aborted before any spawn.
         async with slots.hold(ctx.signal):
             return await _run_foreground(start_run, request, hooks, changes, turn)
-
-    def _session_turn(args: DelegateArgs, request: SubagentRequest, hooks: RunHooks | None) -> SessionTurn | None:
-        if sessions is None:
-            if args.session_id is not None or args.fork_session_id is not None:
-                raise SubagentHostError(SESSIONS_UNAVAILABLE)
-            return None
-        # A worktree turn's child works in that turn's own worktree: it is not kept warm (the session resumes cold).
-        worktree = (args.workspace or entry.workspace) == "worktree"
-        idle_ms = 0.0 if worktree else entry.session_idle_ms
-        session, fork_of = sessions.resolve(
-            provider=provider.name,
-            kind=provider.kind,
-            idle_ms=idle_ms,
-            session_id=args.session_id,
-            fork_session_id=args.fork_session_id,
-            cwd=entry.cwd if entry.cwd is not None else request.parent_cwd,
-            label=args.label,
-        )
-        if hooks is not None and hooks.on_session is not None:
-            hooks.on_session(session.id)
-        return SessionTurn(sessions, session, idle_ms=idle_ms, fork_of=fork_of, if_lost_new=args.if_lost == "new")
 
     return define_tool(
         delegation_tool_name(entry.name),
