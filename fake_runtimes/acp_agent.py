@@ -28,6 +28,7 @@ from typing import NoReturn, cast
 if __package__ in (None, ""):  # run as a script: make the sibling skeleton importable as ``fake_runtimes._skeleton``
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+from fake_runtimes import _acp_sessions as sessions
 from fake_runtimes._skeleton import (
     EOF,
     Inbox,
@@ -139,6 +140,7 @@ class _Agent:
     """(request id, session id) of a ``MOCK_HANG`` prompt awaiting ``session/cancel``."""
     prompts_in_flight: list[object] = field(default_factory=lambda: [])
     cancel_requested: bool = False
+    book: sessions.SessionBook = field(default_factory=sessions.SessionBook)
 
     # -- wire --------------------------------------------------------------------------------------------------
 
@@ -210,6 +212,8 @@ class _Agent:
         params = cast(JsonObject, params_value) if isinstance(params_value, dict) else {}
         if "id" not in message:
             if method == "session/cancel":
+                sid = params.get("sessionId")
+                sessions.log(f"cancel {sid}")
                 self.on_cancel()
             return
         request_id = message["id"]
@@ -221,6 +225,8 @@ class _Agent:
             self.on_new_session(request_id, params)
         elif method == "session/prompt":
             self.on_prompt(request_id, params)
+        elif method in ("session/resume", "session/load", "session/close", "session/fork"):
+            self.on_session_method(request_id, method, params)
         else:
             self.respond_error(request_id, METHOD_NOT_FOUND, "Method not found")
 
@@ -235,7 +241,10 @@ class _Agent:
             request_id,
             {
                 "protocolVersion": 1,
-                "agentCapabilities": {"promptCapabilities": {"image": False, "audio": False, "embeddedContext": False}},
+                "agentCapabilities": {
+                    "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                    **sessions.capabilities(),
+                },
                 "authMethods": [],
             },
         )
@@ -258,15 +267,44 @@ class _Agent:
             self.respond(request_id, {})
             return
         self.session_id = _env("MOCK_SESSION_ID") or str(uuid.uuid4())
+        self.book.new(self.session_id)
         self.respond(request_id, {"sessionId": self.session_id})
+
+    def on_session_method(self, request_id: object, method: str, params: JsonObject) -> None:
+        """``session/resume``, ``load``, ``close`` and ``fork``, each behind its switch (``_acp_sessions``)."""
+        switch = {"session/resume": "RESUME", "session/load": "LOAD", "session/close": "CLOSE", "session/fork": "FORK"}
+        if not _flag("MOCK_SESSION_" + switch[method]):
+            self.respond_error(request_id, METHOD_NOT_FOUND, "Method not found")
+            return
+        sid_value = params.get("sessionId")
+        sid = sid_value if isinstance(sid_value, str) else ""
+        sessions.log(f"{method.removeprefix('session/')} {sid}")
+        tasks = self.book.find(sid)
+        if tasks is None:
+            self.respond_error(request_id, sessions.RESOURCE_NOT_FOUND, "Resource not found")
+            return
+        if method == "session/fork":
+            self.respond(request_id, {"sessionId": self.book.fork(sid)})
+            return
+        if method == "session/load":
+            for task in tasks:
+                self.update(sid, {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": task}})
+                self.update(sid, _chunk("agent_message_chunk", f"replayed: {task}"))
+            self.respond(request_id, {})
+            return
+        if method != "session/close":
+            self.session_id = sid
+        self.respond(request_id, {})
 
     def on_prompt(self, request_id: object, params: JsonObject) -> None:
         sid_value = params.get("sessionId")
         sid = sid_value if isinstance(sid_value, str) else (self.session_id or "")
         self.prompts_in_flight.append(request_id)
         self.cancel_requested = False
+        task = prompt_text(params.get("prompt"))
+        self.book.prompt(sid, task)
         try:
-            self.run_prompt(request_id, sid, prompt_text(params.get("prompt")))
+            self.run_prompt(request_id, sid, task)
         finally:
             self.prompts_in_flight.remove(request_id)
 
@@ -322,13 +360,14 @@ class _Agent:
         fs_ops = _env("MOCK_FS_OPS")
         if fs_ops:
             apply_fs_ops(json.loads(fs_ops))
-        self.update(sid, _chunk("agent_message_chunk", self.answer_text(prompt_text, probe_text)))
+        self.update(sid, _chunk("agent_message_chunk", self.answer_text(prompt_text, probe_text, sid)))
         if _flag("MOCK_CRASH_AFTER_CHUNK"):
             os._exit(EXIT_CRASH_AFTER_CHUNK)  # every write went straight to the fd: nothing left to flush
         ready = _env("MOCK_READY_FILE")
         if ready:
             write_file_atomically(ready, "ready")
-        if _flag("MOCK_HANG"):
+        hang_on = _env("MOCK_HANG_ON")
+        if _flag("MOCK_HANG") or (hang_on is not None and hang_on in prompt_text):
             if self.cancel_requested:
                 # session/cancel arrived while this prompt was still working (e.g. awaiting a permission answer).
                 self.respond(request_id, {"stopReason": "cancelled"})
@@ -367,7 +406,9 @@ class _Agent:
         code = cast(JsonObject, error).get("code") if isinstance(error, dict) else None
         return f"probe {method}: {code}"
 
-    def answer_text(self, prompt_text: str, probe_text: str | None) -> str:
+    def answer_text(self, prompt_text: str, probe_text: str | None, sid: str = "") -> str:
+        if _flag("MOCK_SESSION_ECHO"):
+            return self.book.echo(sid)
         huge = _env("MOCK_HUGE_CHUNK_MIB")
         if huge:
             return "x" * (int(huge) * 1048576)

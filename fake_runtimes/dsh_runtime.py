@@ -69,6 +69,12 @@ def _switch(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
+def _hangs_on(blocks: object) -> bool:
+    """``FAKE_HANG_ON=<text>``: a prompt whose text contains ``<text>`` is never answered (as ``FAKE_HANG_PROMPT``)."""
+    text = _switch("FAKE_HANG_ON")
+    return text is not None and text in prompt_text(blocks)
+
+
 def _scripted() -> bool:
     """Whether any ``FAKE_*`` switch is set (otherwise the runtime echoes the prompt)."""
     return any(key.startswith("FAKE_") and value for key, value in os.environ.items())
@@ -102,6 +108,8 @@ class _FakeRuntime:
     """The request loop and its per-process state (the global event ``seq`` counter)."""
 
     def __init__(self) -> None:
+        self._tasks: list[str] = []
+        """Every task of the session so far (``FAKE_SESSION_ECHO``): one runtime serves one session."""
         self._seq = 0
         self._probes = 0
         self._inbox: Inbox = queue.Queue()
@@ -267,7 +275,7 @@ class _FakeRuntime:
             self._event(sid, "turn/start", {"turn": 0})
             self._chunk(sid, self._text(blocks))
             self._result(request_id, {"messageId": message_id})
-        elif _switch("FAKE_HANG_PROMPT") is not None:
+        elif _switch("FAKE_HANG_PROMPT") is not None or _hangs_on(blocks):
             return
         elif _switch("FAKE_MALFORMED") is not None or _switch("FAKE_MALFORMED_PROMPT") is not None:
             self._result(request_id, {})
@@ -286,6 +294,10 @@ class _FakeRuntime:
     def _text(self, blocks: object, probe_line: str | None = None) -> str:
         """Build the assistant text: the docs/behaviour.md#sdk-fake-runtime lines when scripted, else the quick-start
         echo of the prompt."""
+        if _switch("FAKE_SESSION_ECHO") is not None:
+            # The session across prompts: this process and every task so far (docs/behaviour.md#sdk-fake-runtime).
+            self._tasks.append(prompt_text(blocks))
+            return f"pid={os.getpid()} tasks=" + " | ".join(self._tasks)
         if not _scripted():
             return prompt_text(blocks)
         lines: list[str] = [] if probe_line is None else [probe_line]

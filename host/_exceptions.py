@@ -32,7 +32,9 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
     └── CodedError                         .code; the registry reports info {name, code}
         ├── UnsupportedCapabilityError     UNSUPPORTED_CAPABILITY
         ├── ToolNotFoundError, ToolArgsError, ToolOutputError, ToolTimeoutError
-        └── JobNotFoundError               UNKNOWN_JOB: no background job has that id
+        ├── JobNotFoundError               UNKNOWN_JOB: no background job has that id
+        ├── SessionNotFoundError           UNKNOWN_SESSION: no session has that id
+        └── SessionProviderError           SESSION_OTHER_PROVIDER: the session belongs to another provider
 
 ``JsonRpcError`` is the peer-level name of ``ChildError`` (the peer's own failures are its four kinds above).
 """
@@ -65,6 +67,8 @@ __all__ = [
     "SdkClientError",
     "SdkProtocolError",
     "SdkRunFailure",
+    "SessionNotFoundError",
+    "SessionProviderError",
     "StartAbortedError",
     "SubagentHostError",
     "SubagentRunError",
@@ -265,6 +269,18 @@ class JobNotFoundError(CodedError):
     """No background job of this host has that id."""
 
     code = "UNKNOWN_JOB"
+
+
+class SessionNotFoundError(CodedError):
+    """No session of this host (or its state directory) has that id, or it expired."""
+
+    code = "UNKNOWN_SESSION"
+
+
+class SessionProviderError(CodedError):
+    """The session belongs to another provider entry than the tool that was called."""
+
+    code = "SESSION_OTHER_PROVIDER"
 
 
 def describe_error(error: BaseException) -> str:

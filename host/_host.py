@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
@@ -27,6 +28,7 @@ from host.process import hold_keeper, release_keeper, term_grace
 from host.records import RecordObserver, RunRecording, resolve_state_dir
 from host.run._contracts import Provider
 from host.run._workspace import WorkspaceProvider, reclaim_worktrees
+from host.sessions import SessionTable
 from host.telemetry import maybe_traced
 from host.tools import (
     JobDoneListener,
@@ -41,6 +43,7 @@ from host.tools import (
     create_changes_apply_tool,
     create_delegation_tool,
     create_job_tools,
+    create_session_tools,
     install_timeout_policy,
 )
 from host.workspace import Workspaces
@@ -98,6 +101,7 @@ class Host:
         recording: RunRecording | None = None,
         workspaces: Workspaces | None = None,
         max_concurrent_runs: int | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         """Build the providers and the registry (use ``Host.open``, which also owns the task group and the close)."""
         self._config = config
@@ -118,6 +122,12 @@ class Host:
             max_finished_output_bytes=config.max_finished_job_output_bytes,
             slots=self._slots,
         )
+        self._sessions = SessionTable(
+            state_dir=state_dir,
+            max_warm=config.max_warm_sessions,
+            ttl_days=config.session_ttl_days,
+            task_group=task_group,
+        )
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():
             self._providers[name] = _create_provider(entry, task_group, recording, self._workspaces)
@@ -136,12 +146,15 @@ class Host:
                         jobs=self._live_jobs,
                         hooks_of=self._hooks_of,
                         slots=self._slots,
+                        sessions=self._sessions,
                     )
                 )
             )
         for definition in create_job_tools(self._live_jobs).values():
             self._unregister.append(registry.register(definition))
         self._unregister.append(registry.register(create_changes_apply_tool(self._workspaces)))
+        for definition in create_session_tools(self._sessions).values():
+            self._unregister.append(registry.register(definition))
         self._registry = registry
 
     @classmethod
@@ -162,7 +175,8 @@ class Host:
             parent_cwd: the parent session's working directory, or a function of a call's ``agent`` token that
                 returns it (``None`` when unknown). Not given: the current directory when the host opens, as the
                 command line does.
-            state_dir: record every run under ``<state_dir>/runs/`` (``None``: no run is written to disk).
+            state_dir: record every run under ``<state_dir>/runs/`` and every session under ``<state_dir>/sessions/``
+                (``None``: nothing is written to disk; sessions live only as long as the host).
             on_record: observes every run record as it is emitted (also without ``state_dir``).
             max_concurrent_runs: how many runs (foreground calls and background jobs together) may be alive at
                 once; the rest queue. ``None``: the config's ``[host] max_concurrent_runs`` (default 8).
@@ -182,9 +196,10 @@ class Host:
             parent_cwd = os.getcwd()  # as the command line does: delegate from where the program runs
         parent_cwd_of: ParentCwdOf = parent_cwd if callable(parent_cwd) else _constant(parent_cwd)
         workspaces = Workspaces(resolve_state_dir(state_dir))
+        resolved_state_dir = resolve_state_dir(state_dir) if state_dir is not None else None
         recording = (
             RunRecording(
-                state_dir=resolve_state_dir(state_dir) if state_dir is not None else None,
+                state_dir=resolved_state_dir,
                 keep_runs=config.keep_runs,
                 on_record=on_record,
                 # Retention also deletes a pruned worktree run's branch, patch and changes file.
@@ -208,7 +223,9 @@ class Host:
                     recording=recording,
                     workspaces=workspaces,
                     max_concurrent_runs=max_concurrent_runs,
+                    state_dir=resolved_state_dir,
                 )
+                host._sessions.start()
                 try:
                     yield host
                 finally:
@@ -319,6 +336,8 @@ class Host:
                 await self._idle.wait()
             if scope.cancelled_caught:
                 logger.warning("subagent-host: outstanding calls did not settle within %ss", CALLS_CLOSE_TIMEOUT_S)
+            # Every warm session goes cold (its child down, its file kept): a later host resumes it.
+            await self._sessions.aclose()
             async with anyio.create_task_group() as group:
                 for provider in self._providers.values():
                     group.start_soon(_close_provider, provider)

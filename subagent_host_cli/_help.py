@@ -19,6 +19,7 @@ __all__ = [
     "RUNS_SHOW_EPILOG",
     "RUN_EPILOG",
     "SERVE_EPILOG",
+    "SESSIONS_EPILOG",
     "TOP_EPILOG",
     "UI_EPILOG",
 ]
@@ -80,6 +81,14 @@ exit status:
     + "\n\n"
     + _CONFIG_LOOKUP
 )
+SESSIONS_EPILOG: Final = """\
+exit status:
+  0  success
+  1  sessions show/close: no session has that id
+  2  usage error
+
+sessions: --state-dir, then $SUBAGENT_HOST_STATE_DIR, then the user state directory (sessions/ under it).
+"""
 RUNS_EPILOG: Final = (
     """\
 exit status: 0 success, 1 runs show: no run id starts with RUN_ID or several do, 2 usage or configuration error;

@@ -23,6 +23,7 @@ from subagent_host_cli._help import (
     RUNS_PRUNE_EPILOG,
     RUNS_SHOW_EPILOG,
     SERVE_EPILOG,
+    SESSIONS_EPILOG,
     TOP_EPILOG,
     UI_EPILOG,
 )
@@ -44,7 +45,7 @@ _SERVE_DESCRIPTION: Final = (
     "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
     "is torn down and the exit status is 0. Every run is recorded under the state directory unless --no-record."
 )
-_COMMANDS: Final = "run, runs, providers, check, serve, ui, batch"
+_COMMANDS: Final = "run, runs, sessions, providers, check, serve, ui, batch"
 _PROG: Final = "subagent-host"
 
 
@@ -115,7 +116,12 @@ def parse_command_line(argv: list[str], *, version: str) -> ParsedCommand | int:
 
 def _prog_of(args: argparse.Namespace) -> str:
     """The command the arguments were given to: ``subagent-host``, ``subagent-host run``, ``... runs list``."""
-    words = [_PROG, getattr(args, "command", None), getattr(args, "runs_command", None)]
+    words = [
+        _PROG,
+        getattr(args, "command", None),
+        getattr(args, "runs_command", None),
+        getattr(args, "sessions_command", None),
+    ]
     return " ".join(word for word in words if word)
 
 
@@ -175,6 +181,22 @@ def _build(version: str) -> argparse.ArgumentParser:
         help="print every run record as NDJSON as it happens, then the --json object as the last line",
     )
     _add_recording_arguments(run, "the run")
+    continuing = run.add_mutually_exclusive_group()
+    continuing.add_argument(
+        "--session", metavar="ID", help="continue this session (resumed cold: each command is a new host process)"
+    )
+    continuing.add_argument(
+        "--continue",
+        dest="continue_newest",
+        action="store_true",
+        help="continue the newest session of the chosen provider in this workspace",
+    )
+    run.add_argument(
+        "--if-lost",
+        choices=("error", "new"),
+        default="error",
+        help="when the session cannot be resumed: fail (default) or start a fresh one (context_reset)",
+    )
     run.add_argument("task", metavar="TASK", nargs="?", help="the task; - reads it from stdin")
     providers = sub.add_parser(
         "providers",
@@ -199,10 +221,52 @@ def _build(version: str) -> argparse.ArgumentParser:
     check.add_argument("names", metavar="NAME", nargs="*", help="provider entries to check (default: all)")
     del providers  # no option of its own beyond the common ones
     _add_runs(sub, formatter)
+    _add_sessions(sub, formatter)
     _add_serve(sub, formatter)
     _add_ui(sub, formatter)
     add_batch(sub, formatter, common)
     return parser
+
+
+def _add_sessions(sub: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> _Parser:  # pyright: ignore[reportPrivateUsage]
+    sessions = sub.add_parser(
+        "sessions",
+        help="list, show or close delegation sessions",
+        description="Read or close the sessions recorded under the state directory (continue one with "
+        "`run --session ID`).",
+        epilog=SESSIONS_EPILOG,
+        formatter_class=formatter,
+    )
+    actions = sessions.add_subparsers(dest="sessions_command", required=True, metavar="ACTION", parser_class=_Parser)
+    listing = actions.add_parser(
+        "list",
+        help="the sessions, most recently used first",
+        description="List the sessions, most recently used first: id, last use, provider, state, turns, label.",
+        epilog=SESSIONS_EPILOG,
+        formatter_class=formatter,
+    )
+    _add_state_dir(listing)
+    listing.add_argument("--json", action="store_true", help='print one JSON object: {"schema": 1, "sessions": [...]}')
+    show = actions.add_parser(
+        "show",
+        help="one session and every turn",
+        description="Print a session and every turn as runs show does.",
+        epilog=SESSIONS_EPILOG,
+        formatter_class=formatter,
+    )
+    _add_state_dir(show)
+    show.add_argument("session_id", metavar="ID", help="the session id")
+    show.add_argument("--json", action="store_true", help="print one JSON object with every turn's records")
+    close = actions.add_parser(
+        "close",
+        help="close a session",
+        description="Close a session: it can no longer be continued.",
+        epilog=SESSIONS_EPILOG,
+        formatter_class=formatter,
+    )
+    _add_state_dir(close)
+    close.add_argument("session_id", metavar="ID", help="the session id")
+    return sessions
 
 
 def _add_state_dir(parser: argparse.ArgumentParser) -> None:

@@ -21,6 +21,10 @@ CLIENT_REQUEST_MODELS: Final[Mapping[str, type[BaseModel]]] = {
     "authenticate": schema.AuthenticateRequest,
     "session/new": schema.NewSessionRequest,
     "session/prompt": schema.PromptRequest,
+    "session/resume": schema.ResumeSessionRequest,
+    "session/load": schema.LoadSessionRequest,
+    "session/close": schema.CloseSessionRequest,
+    "session/fork": schema.ForkSessionRequest,
 }
 """Requests a client may send, by method, with the params model each must satisfy."""
 
@@ -31,6 +35,10 @@ AGENT_RESPONSE_MODELS: Final[Mapping[str, type[BaseModel]]] = {
     "authenticate": schema.AuthenticateResponse,
     "session/new": schema.NewSessionResponse,
     "session/prompt": schema.PromptResponse,
+    "session/resume": schema.ResumeSessionResponse,
+    "session/load": schema.LoadSessionResponse,
+    "session/close": schema.CloseSessionResponse,
+    "session/fork": schema.ForkSessionResponse,
 }
 """The result model of an agent's answer, by the method of the request it answers."""
 

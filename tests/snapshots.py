@@ -1,6 +1,8 @@
 """Snapshot assertions shared by the suites: ``snapshots/<kind>/<name>.json`` pins an exact JSON value.
 
-``assert_snapshot(kind, name, value)`` compares ``value`` with the stored file. Only when ``UPDATE_SNAPSHOTS=1`` is
+``assert_snapshot(kind, name, value)`` compares ``value`` with the stored file, every host-minted session id in it
+(``[session: <id>]`` in a text, a ``session_id`` member) replaced by ``<session_id>`` first (``scrub_session_ids``).
+Only when ``UPDATE_SNAPSHOTS=1`` is
 set does it (re)write the file instead; a missing snapshot is a failure otherwise, so CI never invents one.
 """
 
@@ -10,8 +12,9 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import cast
 
-__all__ = ["SNAPSHOT_ROOT", "UPDATE_ENV_VAR", "assert_snapshot", "snapshot_path"]
+__all__ = ["SNAPSHOT_ROOT", "UPDATE_ENV_VAR", "assert_snapshot", "scrub_session_ids", "snapshot_path"]
 
 SNAPSHOT_ROOT = Path(__file__).resolve().parent.parent / "snapshots"
 """Where snapshots live: ``<repo>/snapshots/<kind>/<name>.json``."""
@@ -19,6 +22,21 @@ UPDATE_ENV_VAR = "UPDATE_SNAPSHOTS"
 """Set to ``1`` to rewrite snapshots from the current values."""
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SESSION_IN_TEXT = re.compile(r"\[session: [A-Za-z0-9_-]{32}\]")
+
+
+def scrub_session_ids(value: object) -> object:
+    """``value`` with each session id (random, so never pinned) replaced by ``<session_id>``."""
+    if isinstance(value, str):
+        return _SESSION_IN_TEXT.sub("[session: <session_id>]", value)
+    if isinstance(value, list):
+        return [scrub_session_ids(item) for item in cast("list[object]", value)]
+    if isinstance(value, dict):
+        return {
+            key: "<session_id>" if key == "session_id" and isinstance(item, str) else scrub_session_ids(item)
+            for key, item in cast("dict[str, object]", value).items()
+        }
+    return value
 
 
 def snapshot_path(kind: str, name: str) -> Path:
@@ -40,6 +58,7 @@ def assert_snapshot(kind: str, name: str, value: object) -> None:
         AssertionError: the snapshot is missing or differs.
     """
     path = snapshot_path(kind, name)
+    value = scrub_session_ids(value)
     rendered = _render(value)
     if os.environ.get(UPDATE_ENV_VAR) == "1":
         path.parent.mkdir(parents=True, exist_ok=True)

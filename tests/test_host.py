@@ -10,7 +10,7 @@ import pytest
 
 from host import CancelController, Host, HostConfig, SubagentHostError, ToolResult
 from host.config._loader import parse_config
-from host.tools._delegation import USAGE_TEXT
+from host.tools._delegation import USAGE_TEXT, session_text
 from tests.acp_provider._helpers import wait_for_file
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
 
@@ -46,11 +46,15 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
         "job_list",
         "job_kill",
         "changes_apply",
+        "session_list",
+        "session_close",
     ]
     assert [(name, provider.kind) for name, provider in providers.items()] == [("acp", "acp"), ("dsh-sdk", "dsh-sdk")]
     assert all(set(tool) == {"name", "description", "parameters"} for tool in tools)
     by_name = {tool["name"]: tool for tool in tools}
-    assert by_name["delegate_dsh_sdk"]["description"] == "The DSH child. " + USAGE_TEXT
+    assert by_name["delegate_dsh_sdk"]["description"] == "The DSH child. " + USAGE_TEXT + " " + session_text(
+        host.config.providers["dsh-sdk"], 7
+    )
     default = by_name["delegate_acp"]["description"]
     assert "ACP agent (acp)" in default and PYTHON not in default  # the entry is named, never the command
     assert set(by_name["delegate_acp"]["parameters"]["properties"]) == {
@@ -58,6 +62,9 @@ async def test_host_exposes_one_delegation_tool_per_entry_and_the_job_tools() ->
         "label",
         "run_in_background",
         "workspace",
+        "session_id",
+        "fork_session_id",
+        "if_lost",
     }
     assert by_name["delegate_acp"]["parameters"]["required"] == ["task"]
 

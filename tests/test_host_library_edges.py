@@ -13,7 +13,7 @@ import pytest
 
 from host import Host
 from host.config._loader import parse_config
-from host.tools._delegation import USAGE_TEXT
+from host.tools._delegation import USAGE_TEXT, session_text
 
 pytestmark = pytest.mark.anyio
 
@@ -55,5 +55,5 @@ async def test_an_entry_description_is_followed_by_the_standard_usage_text() -> 
     with anyio.fail_after(5):
         async with Host.open(config, parent_cwd=None) as host:
             (tool,) = [tool for tool in host.tools() if tool["name"] == "delegate_a"]
-    assert tool["description"] == f"Reviews diffs. {USAGE_TEXT}"
+    assert tool["description"] == f"Reviews diffs. {USAGE_TEXT} {session_text(config.providers['a'], 7)}"
     assert "run_in_background" in tool["description"] and "job_kill" in tool["description"]

@@ -167,6 +167,31 @@ class AcpConnection:
         with map_exceptions(_REQUEST_ERRORS):
             return await self._peer.request("session/new", self._with_meta({"cwd": cwd, "mcpServers": []}))
 
+    async def resume_session(self, session_id: str, cwd: str) -> object:
+        """Send ``session/resume`` (no replay); the raw result is returned and ignored."""
+        with map_exceptions(_REQUEST_ERRORS):
+            return await self._peer.request("session/resume", {"sessionId": session_id, "cwd": cwd, "mcpServers": []})
+
+    async def load_session(self, session_id: str, cwd: str) -> object:
+        """Send ``session/load``; the agent replays the history as updates before it answers (``null`` is success)."""
+        with map_exceptions(_REQUEST_ERRORS):
+            return await self._peer.request("session/load", {"sessionId": session_id, "cwd": cwd, "mcpServers": []})
+
+    async def fork_session(self, session_id: str, cwd: str) -> object:
+        """Send ``session/fork``; the raw result (holding the new ``sessionId``) is returned for lenient reading."""
+        with map_exceptions(_REQUEST_ERRORS):
+            return await self._peer.request("session/fork", {"sessionId": session_id, "cwd": cwd, "mcpServers": []})
+
+    async def close_session(self, session_id: str) -> object:
+        """Send ``session/close``; the raw result is returned and ignored."""
+        with map_exceptions(_REQUEST_ERRORS):
+            return await self._peer.request("session/close", {"sessionId": session_id})
+
+    def bind(self, *, on_update: UpdateObserver, on_permission: PermissionPolicyFn) -> None:
+        """Route later updates and permission requests to a new turn (a session's child serves one turn at a time)."""
+        self._on_update = on_update
+        self._on_permission = on_permission
+
     async def prompt(
         self, session_id: str, blocks: Sequence[Mapping[str, object]], *, on_response: Callable[[object], None]
     ) -> object:

@@ -16,9 +16,10 @@ from typing import Final, Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError, SubagentHostError
+from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError
 from host._json import ContentBlock
 from host.acp_provider._connection import AcpConnection
+from host.acp_provider._session import OpenedSession, TurnSession
 from host.acp_provider._spec import (
     AcpRunSpec,
     StartupFailure,
@@ -31,7 +32,6 @@ from host.acp_provider._wire import (
     choose_permission,
     map_stop_reason,
     prompt_text_blocks,
-    session_id_of,
 )
 from host.cancel import TimeoutReason
 from host.diagnostics import (
@@ -56,8 +56,6 @@ logger = logging.getLogger(__name__)
 
 START_ABORTED_MESSAGE: Final = "subagent request was aborted before the ACP child started"
 """``StartAbortedError`` text: pre-aborted, or cancelled during startup (no ``subagent-acp:`` prefix)."""
-NO_SESSION_ID_MESSAGE: Final = "ACP child published without a session id"
-"""Raw cause of the ``new-session; protocol`` failure (host-only)."""
 
 # Bounds the run task's `session/cancel` write after a local cancel (dispose waits for it, bounded, before the ladder).
 _CANCEL_WRITE_TIMEOUT_S: Final = 1.0
@@ -88,6 +86,7 @@ class AcpRun:
         self._session_cancel_due = False
         self._conn: AcpConnection | None = None
         self._clock = PhaseClock()
+        self._turn = TurnSession(request.lease, task_group)
         self._lifecycle: RunLifecycle[StartupFailure] = RunLifecycle(
             request,
             run_id=request.run_id or new_run_id(),
@@ -119,6 +118,11 @@ class AcpRun:
         """Spawn the child and race its handshake; see :func:`start_acp_run`."""
         run = cls(request, spec=spec, task_group=task_group, on_error=on_error, provider_name=provider_name)
         run._lifecycle.announce(run)
+        warm = run._turn.borrow(on_update=run._on_update, on_permission=run._decide_permission)
+        if warm is not None:  # a warm session: this turn borrows its live child (no spawn, no handshake)
+            run._session_id = warm.agent_session_id
+            await run._open(warm.conn)
+            return run
         try:
             conn = await AcpConnection.open(
                 spawn,
@@ -223,36 +227,34 @@ class AcpRun:
 
     async def _handshake(self) -> StartupFailure | None:
         assert self._conn is not None
+        if self._turn.borrowed:
+            return None
         timeout_ms = self._spec.initialize_timeout_ms
         stage: AcpStage = "initialize"
-        created: object = None
+        opened: OpenedSession | StartupFailure | None = None
         agent = AgentInfo()
         # One deadline over both response waits (a deliberate deviation: docs/behaviour.md, ACP deviations).
         with anyio.CancelScope(deadline=anyio.current_time() + math.ceil(timeout_ms) / 1000) as bound:
             try:
-                agent = read_agent_info(await self._conn.initialize(), acp=True)
+                initialized = await self._conn.initialize()
+                agent = read_agent_info(initialized, acp=True)
                 self._clock.mark("initialize")
-                stage = "new-session"
-                created = await self._conn.new_session(self._spec.cwd)
+                stage = self._turn.open_stage
+                opened = await self._turn.open(self._conn, self._spec.cwd, initialized)
                 self._clock.mark("session/new")
             except (AcpConnectionClosed, AcpResponseError) as raw:
                 return self._startup_failure(stage, raw)
         if bound.cancelled_caught:
             return StartupFailure(stage, TimeoutReason(f"ACP {stage}", timeout_ms), AcpFailureFacts(stage, "timeout"))
-        session_id = session_id_of(created)
-        if session_id is None:
-            return StartupFailure(
-                "new-session", SubagentHostError(NO_SESSION_ID_MESSAGE), AcpFailureFacts("new-session", "protocol")
-            )
-        self._session_id = session_id
+        if not isinstance(opened, OpenedSession):
+            return opened
+        self._session_id = opened.session_id
         notify_attempt(self._lifecycle.attempt_observer, "handshake", self._clock.facts(agent))
         return None
 
     @staticmethod
     def _startup_failure(stage: AcpStage, raw: BaseException) -> StartupFailure:
-        if is_auth_required(raw):
-            return StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required"))
-        return StartupFailure(stage, raw)
+        return StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required") if is_auth_required(raw) else None)
 
     # -- the published attempt ---------------------------------------------------------------------------------
 
@@ -269,7 +271,7 @@ class AcpRun:
             self._prompt_outstanding = True
             try:
                 response = await self._budget.run(
-                    self._conn.prompt(session_id, self._prompt_blocks, on_response=self._freeze_on_response)
+                    self._turn.prompt(self._conn, session_id, self._prompt_blocks, self._freeze_on_response)
                 )
             except (AcpConnectionClosed, AcpResponseError) as raw:
                 self._prompt_outstanding = False
@@ -364,7 +366,13 @@ class AcpRun:
 
     async def _release(self) -> None:
         assert self._conn is not None
-        await self._conn.aclose()
+        await self._turn.release(
+            self._conn,
+            self._session_id,
+            published=self._lifecycle.published,
+            usable=not self._budget.exceeded,
+            eof_grace_ms=self._spec.dispose_eof_grace_ms,
+        )
 
     def _release_failure(self, raw: Exception) -> AcpRunFailure:
         """Report a ladder failure to the sink and build its safe form (docs/behaviour.md#acp-teardown-failure)."""

@@ -17,6 +17,7 @@ from host.process import ProcessHandle, ProcessOutcome, spawn_managed
 
 __all__ = [
     "HOST_LOGGER_NAME",
+    "NO_SESSION_ID_MESSAGE",
     "AcpRunSpec",
     "StartupFailure",
     "exit_facts",
@@ -24,6 +25,8 @@ __all__ = [
     "spawn_capturing_stderr",
 ]
 
+NO_SESSION_ID_MESSAGE: Final = "ACP child published without a session id"
+"""Raw cause of the ``new-session; protocol`` failure (host-only)."""
 HOST_LOGGER_NAME: Final = "host.acp_provider"
 """The ACP provider's host logger: its host lines, and each captured stderr line of its children (debug)."""
 

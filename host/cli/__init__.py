@@ -1,8 +1,9 @@
 """The ``subagent-host`` commands behind the stdlib-only console entry (``subagent_host_cli``).
 
 ``run_command`` takes the parsed command line and the first signal recorded during start-up, and returns the exit
-status: ``run`` (``_run``), ``runs`` (``_runs``), ``providers`` (``_providers``), ``check`` (``_checks``),
-``batch`` (``_batch``) and ``serve`` (``_serve``, over ``host.server``). Only ``run`` is imported up front: every
+status: ``run`` (``_run``), ``runs`` (``_runs``), ``sessions`` (``_sessions``), ``providers`` (``_providers``),
+``check`` (``_checks``), ``batch`` (``_batch``) and ``serve`` (``_serve``, over ``host.server``). Only ``run`` is
+imported up front: every
 other command's module is imported when that command runs (the cold start of ``run``).
 """
 
@@ -27,6 +28,10 @@ def run_command(args: argparse.Namespace, received: RecordedSignals) -> int:
         from host.cli._runs import run_runs_command
 
         return run_runs_command(args, received)
+    if args.command == "sessions":
+        from host.cli._sessions import run_sessions_command
+
+        return run_sessions_command(args)
     if args.command == "ui":
         return _run_ui(args, received)
     if args.command == "serve":

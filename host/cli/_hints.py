@@ -14,7 +14,7 @@ from typing import Final
 from host import EntryConfig
 from host.cli._internals import format_ms, scrubbed_names
 
-__all__ = ["hints_for"]
+__all__ = ["SESSION_EXPIRED_HINT", "hints_for"]
 
 _DENIAL: Final = re.compile(r"policy: reject; request: ([a-z_]+); decision: denied")
 _MAX_NAMES: Final = 6
@@ -23,6 +23,10 @@ _HANDSHAKE_STAGE: Final = re.compile(r"stage: (initialize|new-session);")
 _NOT_ACP: Final = (
     "the child wrote {n} line(s) of non-JSON text to stdout; is this command its ACP mode "
     "(for example gemini --acp, fast-agent serve --transport acp)?"
+)
+SESSION_EXPIRED_HINT: Final = (
+    "the session could not be resumed (the agent offers neither session/resume nor session/load, or refused it); "
+    "run without --session to start a new one, or pass --if-lost new to continue in a fresh session"
 )
 
 
@@ -56,6 +60,8 @@ def hints_for(
         hints.extend(_auth_hints(entry))
     if "category: timeout" in text and ("stage: initialize" in text or "stage: new-session" in text):
         hints.append(f"providers.{entry.name} initialize_timeout_ms = {format_ms(entry.initialize_timeout_ms)}")
+    if "category: session-expired" in text:
+        hints.append(SESSION_EXPIRED_HINT)
     if timed_out and timeout_ms is not None:
         hints.append(f"providers.{entry.name} timeout_ms = {format_ms(timeout_ms)}; raise it or pass --timeout-ms N")
     return hints

@@ -37,6 +37,7 @@ from host import (
     TextDelta,
     ToolFailure,
     ToolResult,
+    ToolSuccess,
     adopt_orphans,
     delegation_tool_name,
     foreground_failure_message,
@@ -45,7 +46,7 @@ from host import (
     text_of,
 )
 from host.cli._hints import hints_for
-from host.cli._internals import encode_line
+from host.cli._internals import encode_line, newest_session
 from host.cli._live import LiveDetail
 from host.cli._output import Output
 from host.cli._select import UsageError, choose_provider, config_error_text, load, with_overrides, workspace
@@ -65,6 +66,9 @@ from host.cli._support import (
 __all__ = ["EXIT_TIMEOUT", "run_task"]
 
 EXIT_TIMEOUT: Final = 124
+CONTEXT_RESET_NOTICE: Final = (
+    "subagent-host: the session could not be resumed; this answer comes from a fresh session (context reset)"
+)
 _SIGNALLED_DRAIN_S: Final = 2.0
 
 
@@ -82,6 +86,8 @@ class _Invocation:
     state_dir: Path | None = None
     pieces: list[str] = field(default_factory=list[str])
     run_id: str | None = None
+    session_id: str | None = None
+    context_reset: bool = False
     result: SubagentResult | None = None
     changes: dict[str, Any] | None = None
     usage: RunUsage | None = None
@@ -94,6 +100,9 @@ class _Invocation:
 
     def on_spawn(self) -> None:
         self.status.set_state("handshake")
+
+    def on_session(self, session_id: str) -> None:
+        self.session_id = session_id
 
     def on_frame(self, frame: StreamFrame) -> None:
         if isinstance(frame, EventFrame) and frame.event.type == "run/start":
@@ -232,11 +241,17 @@ class _Invocation:
         cause = self.cause()
         if cause is not None:
             obj["cause"] = cause
+        if self.session_id is not None:
+            obj["session_id"] = self.session_id
+        if self.context_reset:
+            obj["context_reset"] = True
         return obj
 
     def report_text(self, tool_result: ToolResult | None) -> None:
         error = _failure_of(tool_result)
         streamed = "".join(self.pieces)
+        if self.context_reset:
+            self.output.err(CONTEXT_RESET_NOTICE + "\n")
         if self.result is not None and self.result.stop_reason == "completed":
             final = text_of(self.result.output)
             rest = final[len(streamed) :] if final.startswith(streamed) else final
@@ -275,6 +290,7 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
             config, provider, permission=args.permission, timeout_ms=args.timeout_ms, workspace=args.workspace
         )
         parent_cwd = workspace(args.cwd)
+        arguments = _call_arguments(args, entry, parent_cwd)
     except ConfigError as exc:
         return usage_failure(output, config_error_text(exc), as_json=as_json)
     except UsageError as exc:
@@ -297,6 +313,7 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
         on_result=invocation.on_result,
         on_spawn=invocation.on_spawn,
         on_usage=invocation.on_usage,
+        on_session=invocation.on_session,
     )
     tool_result: ToolResult | None = None
     broken = False
@@ -334,8 +351,10 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
                     on_record=invocation.on_record,
                 ) as host:
                     tool_result = await host.execute(
-                        delegation_tool_name(provider), {"task": args.task}, signal=controller.signal, hooks=hooks
+                        delegation_tool_name(provider), arguments, signal=controller.signal, hooks=hooks
                     )
+                    if isinstance(tool_result, ToolSuccess) and isinstance(tool_result.value, dict):
+                        invocation.context_reset = tool_result.value.get("context_reset") is True
                 # Every child was torn down; what is left was orphaned by it. Still under the signal receiver, so
                 # a repeated signal cannot cut the sweep short.
                 await reap_orphans(entry.dispose_grace_ms)
@@ -363,6 +382,27 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
     if invocation.received is None and (broken or output.broken):
         return EXIT_BROKEN_STDOUT
     return invocation.exit_status(tool_result)
+
+
+def _call_arguments(args: argparse.Namespace, entry: EntryConfig, parent_cwd: str) -> dict[str, object]:
+    """The delegation call's arguments: the task, and the session to continue (``--session`` or ``--continue``).
+
+    Raises:
+        UsageError: ``--continue`` found no session of the provider in this workspace (or nothing is recorded).
+    """
+    arguments: dict[str, object] = {"task": args.task}
+    session_id: str | None = args.session
+    if args.continue_newest:
+        cwd = entry.cwd if entry.cwd is not None else parent_cwd
+        newest = None if args.no_record else newest_session(resolve_state_dir(args.state_dir), entry.name, cwd)
+        if newest is None:
+            raise UsageError(f"subagent-host: no session of provider {entry.name} in {cwd} to continue")
+        session_id = newest.session_id
+    if session_id is not None:
+        arguments["session_id"] = session_id
+    if args.if_lost != "error":
+        arguments["if_lost"] = args.if_lost
+    return arguments
 
 
 def _failure_of(tool_result: ToolResult | None) -> ToolFailure | None:

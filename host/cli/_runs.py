@@ -38,7 +38,7 @@ from host.records import (
 )
 from host.stream import BlockAssembler, stream_chunk_adapter
 
-__all__ = ["run_runs_command"]
+__all__ = ["run_runs_command", "transcript_lines"]
 
 _EXIT_OK: Final = 0
 _EXIT_NOT_FOUND: Final = 1
@@ -88,6 +88,7 @@ def _list(state_dir: Path, limit: int | None, *, as_json: bool, running: bool) -
                 "cause": s.cause,
                 "task": s.task,
                 **({"usage": s.usage} if s.usage is not None else {}),
+                "session_id": s.session_id,
             }
             for s in summaries
         ]
@@ -132,7 +133,7 @@ def _show(state_dir: Path, prefix: str, *, as_json: bool, stderr: bool) -> int:
     elif stderr:
         _out(neutralise(tail))
     else:
-        _out("\n".join(_transcript_lines(run)) + "\n")
+        _out("\n".join(transcript_lines(run)) + "\n")
     return _EXIT_OK
 
 
@@ -156,7 +157,8 @@ def _prune(state_dir: Path, keep: int | None, config_path: str | None) -> int:
 # -- the transcript as text ----------------------------------------------------------------------------------------
 
 
-def _transcript_lines(run: StoredRun) -> list[str]:
+def transcript_lines(run: StoredRun) -> list[str]:
+    """One run's transcript as ``runs show`` prints it (``sessions show`` prints each turn the same way)."""
     start = _data_of(run.records, "run/start")
     end = _data_of(run.records, "run/end")
     start_time = next((r.get("time") for r in run.records if r.get("type") == "run/start"), None)
@@ -168,6 +170,9 @@ def _transcript_lines(run: StoredRun) -> list[str]:
         f"duration: {duration_text(end.get('duration_ms'))}",
         f"stop reason: {run.status}",
     ]
+    session_id = start.get("session_id")
+    if isinstance(session_id, str):
+        lines.insert(2, f"session: {neutralise(session_id)} (turn {neutralise(str(start.get('turn', '-')))})")
     diagnostic = end.get("diagnostic")
     if isinstance(diagnostic, str):
         lines.append(f"diagnostic: {neutralise(diagnostic)}")

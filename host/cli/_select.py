@@ -96,8 +96,10 @@ def with_overrides(
         update["timeout_ms"] = timeout_ms
     if workspace is not None:
         update["workspace"] = workspace
-    if update:
-        entry = entry.model_copy(update=update)
+    # The command is a one-shot caller: its host ends with the run, so no child is kept warm after the turn (the
+    # session stays resumable cold: docs/behaviour.md#sessions).
+    update["session_idle_ms"] = 0.0
+    entry = entry.model_copy(update=update)
     # Only this entry; every [host] setting (keep_runs, the job bounds) stays as configured.
     only = dataclasses.replace(
         config,

@@ -24,6 +24,8 @@ from host.config._models import (
     DEFAULT_MAX_CONCURRENT_RUNS,
     DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES,
     DEFAULT_MAX_FINISHED_JOBS,
+    DEFAULT_MAX_WARM_SESSIONS,
+    DEFAULT_SESSION_TTL_DAYS,
     AcpEntryConfig,
     EntryConfig,
     HostConfig,
@@ -157,6 +159,8 @@ def parse_config(
         max_concurrent_runs=host_settings.max_concurrent_runs,
         max_finished_jobs=host_settings.max_finished_jobs,
         max_finished_job_output_bytes=host_settings.max_finished_job_output_bytes,
+        max_warm_sessions=host_settings.max_warm_sessions,
+        session_ttl_days=host_settings.session_ttl_days,
         unresolved=MappingProxyType(unresolved),
         default_provider=default,
     )
@@ -169,6 +173,8 @@ class _HostSettings:
     max_finished_jobs: int = DEFAULT_MAX_FINISHED_JOBS
     max_finished_job_output_bytes: int = DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES
     default_provider: str | None = None
+    max_warm_sessions: int = DEFAULT_MAX_WARM_SESSIONS
+    session_ttl_days: int = DEFAULT_SESSION_TTL_DAYS
 
 
 _HOST_KEYS: Final = (
@@ -177,6 +183,8 @@ _HOST_KEYS: Final = (
     "max_finished_jobs",
     "max_finished_job_output_bytes",
     "default_provider",
+    "max_warm_sessions",
+    "session_ttl_days",
 )
 
 
@@ -202,12 +210,16 @@ def _validate_host_table(table: object) -> _HostSettings:
     default_provider = settings.get("default_provider")
     if default_provider is not None and not isinstance(default_provider, str):
         raise ConfigError(f"{_HOST_PREFIX}host.default_provider must be a string")
+    max_warm = check_positive_safe_integer(settings, "max_warm_sessions", prefix)
+    ttl_days = check_positive_safe_integer(settings, "session_ttl_days", prefix)
     return _HostSettings(
         default_provider=default_provider,
         keep_runs=keep_runs,
         max_concurrent_runs=DEFAULT_MAX_CONCURRENT_RUNS if max_runs is None else max_runs,
         max_finished_jobs=DEFAULT_MAX_FINISHED_JOBS if max_jobs is None else max_jobs,
         max_finished_job_output_bytes=DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES if max_bytes is None else max_bytes,
+        max_warm_sessions=DEFAULT_MAX_WARM_SESSIONS if max_warm is None else max_warm,
+        session_ttl_days=DEFAULT_SESSION_TTL_DAYS if ttl_days is None else ttl_days,
     )
 
 

@@ -28,6 +28,9 @@ __all__ = [
     "INITIALIZE_TIMEOUT_MS",
     "SDK_MODEL",
     "SDK_PROVIDER",
+    "SESSION_IDLE_MS",
+    "DEFAULT_MAX_WARM_SESSIONS",
+    "DEFAULT_SESSION_TTL_DAYS",
     "SHUTDOWN_TIMEOUT_MS",
     "AcpEntryConfig",
     "EntryConfig",
@@ -80,6 +83,12 @@ INITIALIZE_TIMEOUT_MS: Final = 10000.0
 """Default bound of the DSH SDK ``initialize`` request."""
 ACP_INITIALIZE_TIMEOUT_MS: Final = 60000.0
 """Default ACP handshake deadline, covering ``initialize`` and ``session/new``."""
+SESSION_IDLE_MS: Final = 300000.0
+"""Default ``session_idle_ms``: how long a session's child stays warm after a turn (both kinds)."""
+DEFAULT_MAX_WARM_SESSIONS: Final = 4
+"""How many sessions may keep a warm child unless ``[host] max_warm_sessions`` says otherwise."""
+DEFAULT_SESSION_TTL_DAYS: Final = 7
+"""How many days an unused session stays resumable unless ``[host] session_ttl_days`` says otherwise."""
 
 
 class AcpEntryConfig(BaseModel):
@@ -123,6 +132,8 @@ class AcpEntryConfig(BaseModel):
     """The bound of ``setup``."""
     max_baseline_bytes: int = MAX_BASELINE_BYTES
     """Untracked content over this many bytes refuses a worktree."""
+    session_idle_ms: float = SESSION_IDLE_MS
+    """How long a session's child stays warm after a turn; ``0`` tears it down right after each turn."""
 
 
 class SdkEntryConfig(BaseModel):
@@ -172,6 +183,8 @@ class SdkEntryConfig(BaseModel):
     """The bound of ``setup``."""
     max_baseline_bytes: int = MAX_BASELINE_BYTES
     """Untracked content over this many bytes refuses a worktree."""
+    session_idle_ms: float = SESSION_IDLE_MS
+    """How long a session's child stays warm after a turn; ``0`` tears it down right after each turn."""
 
 
 EntryConfig = AcpEntryConfig | SdkEntryConfig
@@ -209,6 +222,10 @@ class HostConfig:
     default_provider: str | None = None
     """``[host] default_provider``: the entry ``subagent-host run`` uses without ``--provider`` (validated to name
     one)."""
+    max_warm_sessions: int = DEFAULT_MAX_WARM_SESSIONS
+    """``[host] max_warm_sessions``: how many sessions keep a warm child (the least recently used idle goes cold)."""
+    session_ttl_days: int = DEFAULT_SESSION_TTL_DAYS
+    """``[host] session_ttl_days``: a session unused for longer is closed."""
     unresolved: Mapping[str, UnresolvedEntry] = field(default_factory=lambda: MappingProxyType({}))
     """Entries that need an unset host variable; they register no tool and fail with their error when used."""
     searched: tuple[str, ...] = ()

@@ -16,7 +16,7 @@ from host._exceptions import ConfigError, UnsetHostVariableError
 from host._json import MAX_SAFE_INTEGER
 from host.cancel import MAX_TIMER_DELAY_MS
 from host.config._env_refs import expand_env_references
-from host.config._models import MAX_BASELINE_BYTES, SETUP_TIMEOUT_MS, InheritEnv, WorkspaceMode
+from host.config._models import MAX_BASELINE_BYTES, SESSION_IDLE_MS, SETUP_TIMEOUT_MS, InheritEnv, WorkspaceMode
 
 __all__ = [
     "SHARED_KEYS",
@@ -34,6 +34,7 @@ __all__ = [
     "check_placement",
     "check_positive_ms",
     "check_positive_safe_integer",
+    "check_session_idle_ms",
     "is_accessible_directory",
     "reject_unknown_keys",
 ]
@@ -58,6 +59,7 @@ SHARED_KEYS: Final = frozenset(
         "setup",
         "setup_timeout_ms",
         "max_baseline_bytes",
+        "session_idle_ms",
     }
 )
 """The keys both entry kinds accept; each kind adds its own."""
@@ -81,6 +83,7 @@ class Placement(TypedDict):
     setup: tuple[str, ...] | None
     setup_timeout_ms: float
     max_baseline_bytes: int
+    session_idle_ms: float
 
 
 def check_launch(
@@ -112,7 +115,7 @@ def check_inherit_env(table: Mapping[str, object], prefix: str) -> InheritEnv:
 
 def check_placement(table: Mapping[str, object], prefix: str, base_dir: str) -> Placement:
     """The last steps of both kinds: ``cwd``, ``description`` (docs/behaviour.md#results-foreground-tool), then
-    the workspace keys (docs/behaviour.md#workspaces)."""
+    the workspace keys (docs/behaviour.md#workspaces), then ``session_idle_ms`` (docs/behaviour.md#sessions)."""
     cwd = check_cwd(table, prefix, base_dir)
     description = check_description(table, prefix)
     workspace = table.get("workspace", "shared")
@@ -136,7 +139,23 @@ def check_placement(table: Mapping[str, object], prefix: str, base_dir: str) -> 
         setup=setup,
         setup_timeout_ms=setup_timeout,
         max_baseline_bytes=MAX_BASELINE_BYTES if max_baseline is None else max_baseline,
+        session_idle_ms=check_session_idle_ms(table, prefix),
     )
+
+
+def check_session_idle_ms(table: Mapping[str, object], prefix: str) -> float:
+    """``session_idle_ms``: a finite number of milliseconds ``>= 0`` (``0``: no warm child after a turn)."""
+    value = table.get("session_idle_ms", SESSION_IDLE_MS)
+    message = f"{prefix}session_idle_ms must be a finite number >= 0 no greater than {MAX_TIMER_DELAY_MS}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(message)
+    try:
+        milliseconds = float(value)
+    except OverflowError:
+        raise ConfigError(message) from None
+    if not math.isfinite(milliseconds) or milliseconds < 0 or milliseconds > MAX_TIMER_DELAY_MS:
+        raise ConfigError(message)
+    return milliseconds
 
 
 def reject_unknown_keys(table: Mapping[str, object], allowed: Collection[str], prefix: str) -> None:

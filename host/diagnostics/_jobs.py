@@ -48,6 +48,8 @@ class JobOutcome:
     deletions}``; also when the job failed, since its branch and patch are kept)."""
     run_id: str | None = None
     """The job's run id (its record under ``runs/``), when the job was given one; host-side, not in any text."""
+    session_id: str | None = None
+    """The session the job's run was a turn of (continue it with ``session_id``)."""
 
 
 def job_outcome_of(result: SubagentResult) -> JobOutcome:

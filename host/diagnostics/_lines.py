@@ -33,7 +33,7 @@ __all__ = [
     "sdk_run_failure",
 ]
 
-AcpStage = Literal["initialize", "new-session", "prompt", "process", "teardown", "workspace"]
+AcpStage = Literal["initialize", "new-session", "resume", "prompt", "process", "teardown", "workspace"]
 AcpCategory = Literal[
     "configuration",
     "protocol",
@@ -46,6 +46,7 @@ AcpCategory = Literal[
     "timeout",
     "output-limit",
     "setup-failed",
+    "session-expired",
 ]
 AcpStopReasonFact = Literal["max_turn_requests", "unknown"]
 AcpToolKind = Literal[
@@ -53,7 +54,7 @@ AcpToolKind = Literal[
 ]
 PermissionPolicy = Literal["allow", "reject"]
 PermissionOutcome = Literal["allowed", "denied"]
-SdkStage = Literal["initialize", "session-run", "shutdown", "workspace"]
+SdkStage = Literal["initialize", "resume", "session-run", "shutdown", "workspace"]
 SdkCategory = Literal[
     "configuration",
     "protocol",
@@ -66,6 +67,7 @@ SdkCategory = Literal[
     "missing-terminal",
     "output-limit",
     "setup-failed",
+    "session-expired",
 ]
 
 ACP_RUN_FAILURE_PREFIX: Final = "subagent-acp: "

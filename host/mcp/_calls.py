@@ -81,6 +81,7 @@ class CallHandler:
         progress = _Progress()
         settled: list[tuple[str, SubagentResult]] = []
         usage: list[RunUsage] = []
+        sessions: list[str] = []
         hooks: RunHooks | None = None
         if provider is not None:
             extra = ctx.meta.model_extra if ctx.meta is not None else None
@@ -91,6 +92,7 @@ class CallHandler:
                 on_usage=lambda _run_id, totals: usage.append(totals),
                 # The caller's trace context, as given: the delegation tool checks it.
                 traceparent=traceparent if isinstance(traceparent, str) else None,
+                on_session=sessions.append,
             )
         result: ToolResult | None = None
         controller = CancelController()
@@ -131,7 +133,13 @@ class CallHandler:
             job_id = result.value["job_id"]
             if isinstance(job_id, str):
                 self._notices.own_job(job_id, ctx.connection)
-        structured = structured_content(provider, result, settled[0] if settled else None, usage[0] if usage else None)
+        structured = structured_content(
+            provider,
+            result,
+            settled[0] if settled else None,
+            usage[0] if usage else None,
+            sessions[0] if sessions else None,
+        )
         return call_tool_result(result, structured)
 
 

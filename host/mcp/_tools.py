@@ -19,7 +19,14 @@ from typing import Any, Final
 from host._json import ContentBlock
 from host.diagnostics import SubagentResult
 from host.stream import RunUsage
-from host.tools import CHANGES_APPLY_TOOL_NAME, JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, ToolResult, ToolSuccess
+from host.tools import (
+    CHANGES_APPLY_TOOL_NAME,
+    JOB_LIST_TOOL_NAME,
+    JOB_OUTPUT_TOOL_NAME,
+    SESSION_LIST_TOOL_NAME,
+    ToolResult,
+    ToolSuccess,
+)
 
 __all__ = ["DELEGATION_OUTPUT_SCHEMA", "call_tool_result", "mcp_tools", "structured_content"]
 
@@ -64,13 +71,21 @@ DELEGATION_OUTPUT_SCHEMA: Final[Mapping[str, Any]] = {
             },
             "additionalProperties": False,
         },
+        "session_id": {
+            "type": "string",
+            "description": "The session this call was a turn of: pass it back as `session_id` to continue it.",
+        },
+        "context_reset": {
+            "type": "boolean",
+            "description": "True when the session could not be resumed and a fresh one was started (if_lost: new).",
+        },
     },
     "required": ["provider"],
     "additionalProperties": False,
 }
 """The ``outputSchema`` of every delegation tool."""
 
-_READ_ONLY_TOOLS: Final = frozenset({JOB_OUTPUT_TOOL_NAME, JOB_LIST_TOOL_NAME})
+_READ_ONLY_TOOLS: Final = frozenset({JOB_OUTPUT_TOOL_NAME, JOB_LIST_TOOL_NAME, SESSION_LIST_TOOL_NAME})
 
 
 def mcp_tools(schemas: list[dict[str, Any]], delegation_tools: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -92,11 +107,20 @@ def mcp_tools(schemas: list[dict[str, Any]], delegation_tools: Mapping[str, str]
 
 
 def structured_content(
-    provider: str, result: ToolResult, settled: tuple[str, SubagentResult] | None, usage: RunUsage | None = None
+    provider: str,
+    result: ToolResult,
+    settled: tuple[str, SubagentResult] | None,
+    usage: RunUsage | None = None,
+    session_id: str | None = None,
 ) -> dict[str, Any]:
-    """A delegation call's ``structuredContent``: its model-visible text, and the settled run's facts (with its usage
-    totals, checked numbers only) or the job id."""
+    """A delegation call's ``structuredContent``: its model-visible text, the settled run's facts (with its usage
+    totals, checked numbers only) or the job id, and the session (a failed call carries it too: ``session_id`` comes
+    from the call's hooks)."""
     content: dict[str, Any] = {"provider": provider, ("error" if result.is_error else "output"): _text(result)}
+    if session_id is not None:
+        content["session_id"] = session_id
+    if isinstance(result, ToolSuccess) and isinstance(result.value, dict) and result.value.get("context_reset") is True:
+        content["context_reset"] = True
     if settled is not None:
         run_id, run_result = settled
         content["run_id"] = run_id

@@ -62,6 +62,10 @@ class RunStartFacts:
     """The background job the run belongs to (``None``: a foreground run)."""
     label: str | None = None
     """The job's label (recorded with ``job_id``)."""
+    session_id: str | None = None
+    """The session this run is a turn of (``None``: a run outside any session)."""
+    turn: int | None = None
+    """The run's turn number in its session (1 for the first)."""
 
 
 @dataclass(slots=True)
@@ -258,6 +262,9 @@ class RunRecorder:
         if start.job_id is not None:
             data["job_id"] = start.job_id
             data["label"] = start.label
+        if start.session_id is not None:
+            data["session_id"] = start.session_id
+            data["turn"] = start.turn
         self._emit("run/start", data)
         self._emit("prompt", {"content": start.prompt})
 

@@ -144,6 +144,8 @@ class RunRecording:
             prompt=_prompt_sent(entry.kind, request.prompt),
             job_id=request.job_id,
             label=request.label if request.job_id is not None else None,
+            session_id=request.lease.session_id if request.lease is not None else None,
+            turn=request.lease.turn if request.lease is not None else None,
         )
         box: list[RunRecorder] = []
 

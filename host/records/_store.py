@@ -75,6 +75,8 @@ class RunSummary:
     """The ``run/end`` usage totals, when the child reported usage."""
     cause: str | None = None
     """The closed ``cause`` of ``run/end`` (``None``: no ``run/end``, or a record from before causes existed)."""
+    session_id: str | None = None
+    """The session the run was a turn of (``None`` for a run recorded outside any session)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +255,7 @@ def _summary(path: Path) -> RunSummary:
     start_time = start.get("time") if start is not None else None
     if status in _IN_PROGRESS:
         duration = _elapsed_ms(start_time)  # a live duration: from run/start until now
+    session_id = start_data.get("session_id")
     return RunSummary(
         run_id=run_id,
         start_time=start_time,
@@ -262,6 +265,7 @@ def _summary(path: Path) -> RunSummary:
         task=prompt_text(_data(prompt).get("content"))[:TASK_PREVIEW_CHARS],
         usage=cast("dict[str, Any]", usage) if isinstance(usage, dict) else None,
         cause=cause if isinstance(cause, str) else None,
+        session_id=session_id if isinstance(session_id, str) else None,
     )
 
 

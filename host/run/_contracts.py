@@ -18,6 +18,7 @@ from host.cancel import CancelSignal
 from host.config import WorkspaceMode
 from host.diagnostics import SubagentResult
 from host.run._attempt import AttemptObserver
+from host.run._lease import SessionLease
 from host.stream import FrameObserver, ProviderKind, TranscriptEvent
 
 __all__ = [
@@ -85,6 +86,8 @@ class SubagentRequest:
     """The background job this run belongs to, for its record (never sent to the child)."""
     on_attempt: AttemptObserver | None = None
     """Host-only observer of the run's start (the run records): its id before the spawn, its handshake facts."""
+    lease: SessionLease | None = None
+    """The session this run is a turn of (``None``: a one-shot run that owns its child, as before sessions)."""
 
 
 @dataclass(frozen=True, slots=True)

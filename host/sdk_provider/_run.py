@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
+import anyio
 from anyio.abc import TaskGroup
 
 from host._exceptions import SdkRunFailure, StartAbortedError
@@ -93,6 +94,28 @@ ClientFactory = Callable[[SdkRunSpec], SdkClientLike]
 """Builds the run's client from its resolved spec (``SdkClient`` unless a test wraps it)."""
 
 
+class SdkWarmChild:
+    """A live DSH SDK runtime kept by its session between turns (``host.run._lease.WarmChild``). Warm only: the
+    protocol has no resume and no cancel, so the session lives exactly as long as this runtime."""
+
+    def __init__(self, client: SdkClientLike, session_id: str) -> None:
+        self.client: Final = client
+        self.session_id: Final = session_id
+
+    @property
+    def alive(self) -> bool:
+        """Whether the runtime has not exited."""
+        return self.client.outcome is None
+
+    async def aclose(self) -> None:
+        """The client's close (``shutdown``, then the ladder), shielded; never raises (a failure is logged)."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.client.aclose()
+            except Exception:  # containment boundary: a session going cold never fails its caller
+                logger.warning("subagent-host: closing a warm DSH SDK runtime failed", exc_info=True)
+
+
 def resolve_route(spec: SdkRunSpec, options: AgentOptions | None) -> SdkRunSpec:
     """Apply a request's ``agent_options`` over the spec's route (docs/behaviour.md#sdk-route); each run gets its
     own."""
@@ -123,7 +146,12 @@ class SdkRun:
         self._prompt = request.prompt
         self._client = client
         self._task_group = task_group
-        self._session_id = "session-" + uuid.uuid4().hex
+        self._lease = request.lease
+        warm = request.lease.warm if request.lease is not None else None
+        # A warm session's turn borrows its live runtime and goes on with the same session id.
+        self._borrowed = isinstance(warm, SdkWarmChild) and warm.client is client
+        self._session_id = warm.session_id if isinstance(warm, SdkWarmChild) else "session-" + uuid.uuid4().hex
+        self._turn_done = False
         self._mapper = SdkChunkMapper()
         self._fold = OutputFold()
         # One bound for the stream and the output: the fold takes only text the budget admitted.
@@ -139,7 +167,7 @@ class SdkRun:
             start_aborted_message=START_ABORTED_MESSAGE,
             output=self._output,
             freeze=self._freeze,
-            release=client.aclose,
+            release=self._release,
             release_failure=self._release_failure,
             report_interrupted_release=True,
         )
@@ -220,6 +248,8 @@ class SdkRun:
         return run
 
     async def _handshake(self) -> Exception | None:
+        if self._borrowed:
+            return None
         clock = PhaseClock()
         try:
             with also_observe_spawns(lambda: clock.mark("spawn")):
@@ -230,7 +260,21 @@ class SdkRun:
         clock.mark("initialize")
         agent = AgentInfo(info.name[:_FACT_LIMIT], info.version[:_FACT_LIMIT])
         notify_attempt(self._lifecycle.attempt_observer, "handshake", clock.facts(agent))
+        if self._lease is not None:
+            self._lease.opened(self._session_id, context_reset=False)
         return None
+
+    async def _release(self) -> None:
+        """Hand a runtime whose turn ended cleanly back to its session; otherwise close it (the session is lost)."""
+        lease = self._lease
+        keep = lease is not None and lease.keep_warm and self._turn_done and self._client.outcome is None
+        if lease is not None and keep:
+            lease.keep(SdkWarmChild(self._client, self._session_id))
+            return
+        if lease is not None and self._borrowed and not self._lifecycle.published:
+            lease.keep(SdkWarmChild(self._client, self._session_id))  # an aborted start never touched it
+            return
+        await self._client.aclose()
 
     async def _startup_failure(self, failure: Exception) -> SdkRunFailure:
         call_error_sink(self._lifecycle.on_error, failure)
@@ -250,6 +294,7 @@ class SdkRun:
                 self._failure_category = classify_error(exc)
                 raise
             self._freeze()
+            self._turn_done = outcome is not None and not self._budget.exceeded
             if outcome is None or self._budget.exceeded:
                 diagnostic = sdk_failure_line("session-run", "output-limit")
                 return SubagentResult(output=self._fold.output(), stop_reason="error", diagnostic=diagnostic)
@@ -324,7 +369,10 @@ async def start_sdk_run(
     """
     if request.signal.cancelled:
         raise StartAbortedError(START_ABORTED_MESSAGE)
-    client = client_factory(resolve_route(spec, request.agent_options))
+    warm = request.lease.warm if request.lease is not None else None
+    client = (
+        warm.client if isinstance(warm, SdkWarmChild) else client_factory(resolve_route(spec, request.agent_options))
+    )
     return await SdkRun.start(
         request,
         client,

@@ -20,12 +20,16 @@ from host.tools._job_tools import JOB_LIST_TOOL_NAME, JOB_OUTPUT_TOOL_NAME, crea
 from host.tools._jobs import JobDoneListener, JobRunner
 from host.tools._registry import ToolRegistry
 from host.tools._results import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT
+from host.tools._session_tools import SESSION_CLOSE_TOOL_NAME, SESSION_LIST_TOOL_NAME, create_session_tools
 from host.tools._slots import RunSlots
 from host.tools._timeout_policy import install_timeout_policy
 from host.tools._types import ToolExecutionInput, ToolFailure, ToolResult, ToolRunContext, ToolSuccess
 
 __all__ = [
     "CHANGES_APPLY_TOOL_NAME",
+    "SESSION_CLOSE_TOOL_NAME",
+    "SESSION_LIST_TOOL_NAME",
+    "create_session_tools",
     "JOB_LIST_TOOL_NAME",
     "JOB_OUTPUT_TOOL_NAME",
     "TOOL_ABORTED",

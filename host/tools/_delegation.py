@@ -8,7 +8,7 @@ job under its own controller and returns at once. The capability gate runs befor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
@@ -23,10 +23,12 @@ from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_m
 from host.run._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
 from host.run._lifecycle import new_run_id
 from host.run._spawned import observe_spawns
+from host.sessions import SessionTable
 from host.stream import EventFrame, FrameObserver, RunUsage, StreamFrame, usage_of_transcript
 from host.telemetry._config import valid_traceparent
 from host.tools._define import define_tool
 from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
+from host.tools._session_turns import CONTEXT_RESET_TEXT, SessionArgs, SessionTurn, open_session_turn, session_text
 from host.tools._slots import RunSlots
 from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
 from host.workspace import Changes
@@ -80,6 +82,8 @@ class RunHooks:
     on_usage: Callable[[str, RunUsage], None] | None = None
     """Called with ``(run_id, usage totals)`` as soon as the run settled, before ``on_result``, when the child
     reported usage (checked numbers only, docs/behaviour.md#records-usage)."""
+    on_session: Callable[[str], None] | None = None
+    """Called with the call's session id as soon as it is known (before the run starts; failures carry it too)."""
 
 
 HooksOf = Callable[[ToolRunContext], RunHooks | None]
@@ -101,6 +105,19 @@ class DelegateArgs(BaseModel):
         description='"worktree": the child works in a git worktree of its own and its changes come back as a patch '
         'to apply with changes_apply; "shared": it works in your working tree. Default: the provider\'s setting.',
     )
+    session_id: StrictStr | None = Field(
+        default=None, description="Continue this session: the `session_id` an earlier call of this tool returned."
+    )
+    fork_session_id: StrictStr | None = Field(
+        default=None,
+        description="Start a new session forked from this one (the child starts with its context), if the agent "
+        "supports forking.",
+    )
+    if_lost: Literal["error", "new"] = Field(
+        default="error",
+        description='What to do when the session cannot be resumed: "error" (the default) fails the call; "new" '
+        "starts a fresh session and marks the result `context_reset`.",
+    )
 
 
 class ForegroundValue(BaseModel):
@@ -113,6 +130,8 @@ class ForegroundValue(BaseModel):
     output: list[ContentBlock]
     changes: Changes | None = None
     """A worktree run's changes (only when it left some)."""
+    session_id: str | None = None
+    context_reset: bool | None = None
 
 
 class BackgroundValue(BaseModel):
@@ -124,6 +143,7 @@ class BackgroundValue(BaseModel):
     job_id: str
     run_id: str | None = None
     """The run id the job's run and its record will have (host-side; not in the rendered text)."""
+    session_id: str | None = None
 
 
 _DelegationValue = Annotated[ForegroundValue | BackgroundValue, Field(discriminator="kind")]
@@ -132,6 +152,8 @@ _DelegationValue = Annotated[ForegroundValue | BackgroundValue, Field(discrimina
 def _render(_arguments: JsonValue, value: ForegroundValue | BackgroundValue) -> list[ContentBlock]:
     if isinstance(value, BackgroundValue):
         return [{"type": "text", "text": BACKGROUND_STARTED_TEXT.format(job_id=value.job_id)}]
+    if value.context_reset:
+        return [{"type": "text", "text": CONTEXT_RESET_TEXT + "\n\n" + text_of(value.output)}]
     return [{"type": "text", "text": text_of(value.output)}]
 
 
@@ -144,17 +166,20 @@ def default_description(entry: EntryConfig) -> str:
     return _DEFAULT_DESCRIPTION.format(kind=_KIND_NAMES[entry.kind], name=entry.name)
 
 
-def tool_description(entry: EntryConfig) -> str:
-    """The entry's ``description`` followed by the standard usage text (or the default when it has none).
+def tool_description(entry: EntryConfig, ttl_days: int | None = None) -> str:
+    """The entry's ``description`` followed by the standard usage text (or the default when it has none), then the
+    session paragraph when the host keeps sessions (``ttl_days`` given).
 
     Joined as sentences: a description that does not end a sentence (``.``, ``!``, ``?``) gets a full stop.
     """
     if entry.description is None or not entry.description.strip():
-        return default_description(entry)
-    description = entry.description.rstrip()
-    if not description.endswith((".", "!", "?")):
-        description += "."
-    return f"{description} {USAGE_TEXT}"
+        text = default_description(entry)
+    else:
+        description = entry.description.rstrip()
+        if not description.endswith((".", "!", "?")):
+            description += "."
+        text = f"{description} {USAGE_TEXT}"
+    return text if ttl_days is None else f"{text} {session_text(entry, ttl_days)}"
 
 
 def create_delegation_tool(
@@ -165,6 +190,7 @@ def create_delegation_tool(
     jobs: Callable[[], JobRunner | None] | None = None,
     hooks_of: HooksOf | None = None,
     slots: RunSlots | None = None,
+    sessions: SessionTable | None = None,
 ) -> ToolDefinition:
     """Build ``delegate_<entry name>`` for ``provider``, declaring the entry's ``timeout_ms``.
 
@@ -177,6 +203,7 @@ def create_delegation_tool(
         hooks_of: returns the per-call hooks of a foreground call.
         slots: the host-wide run limit a foreground run holds a slot of from before its start until it was
             disposed (a background job holds one through its runner).
+        sessions: the host's session table; without one every call is a one-shot run and naming a session fails.
     """
 
     async def delegate(args: DelegateArgs, ctx: ToolRunContext) -> JsonValue:
@@ -193,17 +220,30 @@ def create_delegation_tool(
             traceparent=valid_traceparent(hooks.traceparent) if hooks is not None else None,
         )
         check_capabilities(provider, request)
+        turn = open_session_turn(
+            sessions,
+            provider,
+            entry,
+            request,
+            SessionArgs(args.session_id, args.fork_session_id, args.if_lost == "new", args.label, args.workspace),
+            on_session=hooks.on_session if hooks is not None else None,
+        )
+        start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]] = (
+            provider.start if turn is None else lambda request: turn.start(provider, request)
+        )
+        session_id = turn.session.id if turn is not None else None
         if args.run_in_background:
-            return _start_background(provider, request, jobs() if jobs is not None else None, entry.timeout_ms)
+            job_runner = jobs() if jobs is not None else None
+            return _start_background(start_run, request, job_runner, entry.timeout_ms, session_id)
         if slots is None:
-            return await _run_foreground(provider, request, hooks, changes)
+            return await _run_foreground(start_run, request, hooks, changes, turn)
         # Cancelled while queued, no slot is held: the start then settles aborted before any spawn.
         async with slots.hold(ctx.signal):
-            return await _run_foreground(provider, request, hooks, changes)
+            return await _run_foreground(start_run, request, hooks, changes, turn)
 
     return define_tool(
         delegation_tool_name(entry.name),
-        tool_description(entry),
+        tool_description(entry, sessions.ttl_days if sessions is not None else None),
         DelegateArgs,
         _OUTPUT,
         delegate,
@@ -226,20 +266,32 @@ class _ChangesCapture:
 
 
 async def _run_foreground(
-    provider: Provider, request: SubagentRequest, hooks: RunHooks | None, changes: _ChangesCapture | None
+    start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]],
+    request: SubagentRequest,
+    hooks: RunHooks | None,
+    changes: _ChangesCapture | None,
+    turn: SessionTurn | None,
 ) -> JsonValue:
     with observe_spawns(hooks.on_spawn if hooks is not None else None):
-        run = await provider.start(request)
+        run = await start_run(request)
     if hooks is not None and (hooks.on_result is not None or hooks.on_usage is not None):
         await _report_result(run, hooks)
     value = await settle_foreground_run(run)
     if changes is not None and changes.data is not None:
         value["changes"] = changes.data
+    if turn is not None:
+        value["session_id"] = turn.session.id
+        if turn.context_reset:
+            value["context_reset"] = True
     return value
 
 
 def _start_background(
-    provider: Provider, request: SubagentRequest, jobs: JobRunner | None, timeout_ms: float | None
+    start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]],
+    request: SubagentRequest,
+    jobs: JobRunner | None,
+    timeout_ms: float | None,
+    session_id: str | None,
 ) -> JsonValue:
     if jobs is None:
         raise SubagentHostError(BACKGROUND_JOBS_UNAVAILABLE)
@@ -266,12 +318,14 @@ def _start_background(
             run_id=run_id,
             job_id=job_ids[0],  # the job's body runs after `jobs.start` returned its id
         )
-        return await provider.start(job_request)
+        return await start_run(job_request)
 
     # A job honours the entry's budget too: it settles failed with the timeout text (a deliberate deviation).
-    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms, run_id=run_id)
+    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms, run_id=run_id, session_id=session_id)
     job_ids.append(job_id)
-    return {"kind": "background", "job_id": job_id, "run_id": run_id}
+    if session_id is None:
+        return {"kind": "background", "job_id": job_id, "run_id": run_id}
+    return {"kind": "background", "job_id": job_id, "run_id": run_id, "session_id": session_id}
 
 
 async def _report_result(run: SubagentRun, hooks: RunHooks) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "JOB_KIND_SUBAGENT",
     "JOB_QUEUED_STATUS_LINE",
     "JOB_RUNNING_STATUS_LINE",
+    "JOB_SESSION_LINE",
     "JOB_STOPPING_STATUS_LINE",
     "JOB_TIMEOUT_CODE",
     "NO_BACKGROUND_JOBS",
@@ -65,6 +66,8 @@ NO_NEW_OUTPUT: Final = "(no new output)"
 """The body of a read with nothing to show."""
 NO_BACKGROUND_JOBS: Final = "(no background jobs)"
 """``job_list`` with no job."""
+JOB_SESSION_LINE: Final = "[session: {session_id}]"
+"""The line before a session job's status line in a read: the session to continue."""
 JOB_TIMEOUT_CODE: Final = "TOOL_TIMEOUT"
 """The deadline code of a job's ``timeout_ms``."""
 JOBS_CLOSE_TIMEOUT_S: Final = 30.0
@@ -96,6 +99,7 @@ class _Job:
     id: str
     label: str
     run_id: str | None = None
+    session_id: str | None = None
     controller: CancelController = field(default_factory=CancelController)
     queued: bool = False
     """Waiting for a run slot: no child has been started."""
@@ -161,7 +165,13 @@ class JobRunner:
         self._closed = False
 
     def start(
-        self, label: str, starter: JobStarter, *, timeout_ms: float | None = None, run_id: str | None = None
+        self,
+        label: str,
+        starter: JobStarter,
+        *,
+        timeout_ms: float | None = None,
+        run_id: str | None = None,
+        session_id: str | None = None,
     ) -> str:
         """Start a job whose run comes from ``starter``; return its id (``subagent-<n>``) at once.
 
@@ -170,6 +180,7 @@ class JobRunner:
             starter: starts the run with the job's signal.
             timeout_ms: the job's budget; when it expires the job settles ``failed`` with the timeout text.
             run_id: the run id minted for the job's run, carried by its outcome.
+            session_id: the session the job's run is a turn of (its outcome and reads carry it).
 
         Raises:
             SubagentHostError: the runner is closed.
@@ -183,6 +194,7 @@ class JobRunner:
             label=label,
             run_id=run_id,
             queued=self._slots is not None and slot is None,
+            session_id=session_id,
         )
         self._jobs[job.id] = job
         self._task_group.start_soon(self._run_job, job, starter, timeout_ms, slot, name=f"subagent job {job.id}")
@@ -207,7 +219,8 @@ class JobRunner:
                 body = job.outcome.output or ""
         if not body:
             body = NO_NEW_OUTPUT
-        return body + ("" if body.endswith("\n") else "\n") + job.status_line()
+        session = JOB_SESSION_LINE.format(session_id=job.session_id) + "\n" if job.session_id is not None else ""
+        return body + ("" if body.endswith("\n") else "\n") + session + job.status_line()
 
     async def wait_read(self, job_id: str, timeout_ms: float) -> str:
         """Wait up to ``timeout_ms`` for the job to settle, then ``read`` it (a timed-out wait leaves it alive).
@@ -317,7 +330,9 @@ class JobRunner:
         finally:
             if self._slots is not None and slot is not None:
                 self._slots.release(slot)
-            job.outcome = dataclasses.replace(outcome or JobOutcome("killed"), run_id=job.run_id)
+            job.outcome = dataclasses.replace(
+                outcome or JobOutcome("killed"), run_id=job.run_id, session_id=job.session_id
+            )
             if job.changes is not None:
                 job.outcome = dataclasses.replace(job.outcome, changes=job.changes)
             if job.waiters:

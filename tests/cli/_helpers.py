@@ -20,6 +20,7 @@ import psutil
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from host.sessions import is_session_id
 from tests._provider_helpers import is_gone as is_gone
 from tests._provider_helpers import wait_for_ready_marker as wait_for_ready_marker
 from tests._provider_helpers import wait_until_gone
@@ -81,12 +82,15 @@ async def read_line(process: Process) -> bytes:
 
 
 def one_json_object(stdout: bytes) -> dict[str, Any]:
-    """The single line of ``stdout``, parsed as a JSON object, whose leading ``"schema": 1`` is checked and removed."""
+    """The single line of ``stdout``, parsed as a JSON object, whose leading ``"schema": 1`` is checked and removed,
+    and whose ``session_id`` (host-minted, so never pinned; tests/sessions/ pins it) is checked and removed."""
     lines = stdout.decode().splitlines()
     assert len(lines) == 1, lines
     data = cast("dict[str, Any]", json.loads(lines[0]))
     assert isinstance(data, dict)
     assert next(iter(data), None) == "schema" and data.pop("schema") == 1, data
+    if "session_id" in data:
+        assert is_session_id(data.pop("session_id")), data
     return data
 
 

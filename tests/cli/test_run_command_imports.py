@@ -12,7 +12,12 @@ from tests.conftest import REPO_ROOT
 
 CLI = REPO_ROOT / "host" / "cli"
 SEAM = "host.cli._internals"
-SEAM_IMPORTS = {"host._json": {"format_ms"}, "host.process": {"scrubbed_names"}, "host.records": {"encode_line"}}
+SEAM_IMPORTS = {
+    "host._json": {"format_ms"},
+    "host.process": {"scrubbed_names"},
+    "host.records": {"encode_line"},
+    "host.sessions": {"newest_session"},
+}
 
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:

@@ -70,7 +70,8 @@ async def test_stream_json_prints_every_record_in_order_then_the_json_object(tmp
     # The last line is exactly what --json prints (run ids aside), and the live stream is the transcript.
     expected = json.loads(plain.stdout)
     assert list(final) == list(expected) and final["schema"] == 1
-    assert {**final, "run_id": None} == {**expected, "run_id": None}
+    assert {**final, "run_id": None, "session_id": None} == {**expected, "run_id": None, "session_id": None}
+    assert final["session_id"] == records[0]["data"]["session_id"] and records[0]["data"]["turn"] == 1
     (transcript,) = _transcripts(state)
     assert transcript.stem == final["run_id"] == records[0]["data"]["run_id"]
     assert read_jsonl(transcript) == records
@@ -122,7 +123,8 @@ async def test_runs_list_show_and_prune_through_the_console_script(tmp_path: Pat
         missing = await _cli("runs", "show", "no-such-run", "--state-dir", str(state), cwd=tmp_path)
     assert shown.returncode == 0
     text = shown.stdout.decode()
-    assert text.startswith(f"run {newest}\nprovider: child (acp)\ncwd: {tmp_path}\nstarted: ")
+    assert text.startswith(f"run {newest}\nprovider: child (acp)\nsession: ")
+    assert f" (turn 1)\ncwd: {tmp_path}\nstarted: " in text
     assert "\nstop reason: completed\n" in text and f"\nprompt:\n{tasks[1]}\n" in text
     assert text.endswith("\nmessage:\n[thinking]\nthinking…\n[tool] mock tool (read, completed)\nanswer \\x1b[31mred\n")
     assert "\x1b" not in text

@@ -39,10 +39,14 @@ def _setsid_then_crash(tmp_path: Path) -> dict[str, Any]:
 
 
 def _double_fork(tmp_path: Path) -> dict[str, Any]:
-    return acp_entry(
+    entry = acp_entry(
         {"ESCAPEE_MODE": "doublefork", "ESCAPEE_PID_FILE": str(tmp_path / "pid")},
         args=[str(ESCAPEE), str(FAKE_ACP_AGENT)],
     )
+    # One-shot: the sweep follows the run's teardown (a session would keep the completed child, and its escapee,
+    # warm until the session goes cold).
+    entry["session_idle_ms"] = 0
+    return entry
 
 
 async def _delegate(host: Host) -> None:

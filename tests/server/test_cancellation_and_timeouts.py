@@ -31,6 +31,7 @@ def hanging_entry(tmp_path: Path, name: str, **env: str) -> dict[str, Any]:
     # A client's cancel climbs the entry's own ladder (serve caps graces only once it is shutting down).
     entry["dispose_eof_grace_ms"] = 500
     entry["dispose_grace_ms"] = 1000
+    entry["session_idle_ms"] = 0  # one-shot: a cancel climbs the ladder (a session would keep a settled child warm)
     return entry
 
 
@@ -70,7 +71,7 @@ async def test_client_cancellation_tears_the_child_down_through_the_ladder_and_t
             "echo": acp_entry(),
             "deaf": hanging_entry(tmp_path, "deaf", MOCK_IGNORE_EOF="1", MOCK_SIGTERM_FILE=str(sigterm_file)),
             "trap": hanging_entry(tmp_path, "trap", MOCK_TRAP_SIGTERM="1"),
-            "slow": {**acp_entry(MOCK_HANG="1"), "timeout_ms": 300},
+            "slow": {**acp_entry(MOCK_HANG="1"), "timeout_ms": 300, "session_idle_ms": 0},
         },
     )
     with anyio.fail_after(SERVE_TIMEOUT_S):

@@ -60,7 +60,8 @@ async def test_eight_concurrent_calls_run_at_once(tmp_path: Path) -> None:
 
 
 async def test_a_queued_call_starts_nothing_and_cancelled_while_queued_gets_no_response(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"hang": acp_entry(MOCK_HANG="1")})
+    # One-shot: a cancelled call's child goes down (a session would keep a settled child warm).
+    config = write_config(tmp_path, {"hang": {**acp_entry(MOCK_HANG="1"), "session_idle_ms": 0}})
     with anyio.fail_after(SERVE_TIMEOUT_S):
         async with RawServer.open(config, "--max-concurrent-runs", "2") as server:
             await server.initialize()

@@ -20,9 +20,10 @@ async def test_the_default_description_names_the_entry_not_the_wrapper_command(t
         async with client_session(config) as session:
             listed = await session.list_tools()
     (tool,) = [tool for tool in listed.tools if tool.name == "delegate_fast"]
-    assert tool.description == (
+    assert str(tool.description).startswith(
         "Delegate a self-contained task to a fresh out-of-process ACP agent (fast) and return its final answer. "
         "The child does not see this conversation: put everything it needs in `task`. Set `run_in_background` to "
-        "start a background job instead; read it with job_output and stop it with job_kill."
+        "start a background job instead; read it with job_output and stop it with job_kill. Every result carries a "
+        "`session_id`"
     )
     assert "prlimit" not in str(tool.description)

@@ -12,9 +12,10 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from host.sessions import is_session_id
 from tests._provider_helpers import wait_for_ready_marker
 from tests.server._helpers import SERVE_TIMEOUT_S, RawServer, acp_entry, client_session, write_config
-from tests.snapshots import assert_snapshot
+from tests.snapshots import assert_snapshot, scrub_session_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -94,6 +95,7 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
     assert echoed.structured_content is not None
     assert echoed.structured_content["provider"] == "echo"
     assert echoed.structured_content["stop_reason"] == "completed"
+    assert is_session_id(echoed.structured_content["session_id"])
     assert progress_at_return and "".join(m or "" for m in progress_at_return) == "hello"
     texts = {
         "refused": refused,
@@ -107,17 +109,17 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
         "completed": completed,
         "finished_kill": finished_kill,
     }
-    shown = {name: (text_of(result), result.is_error) for name, result in texts.items()}
+    shown = {name: (str(scrub_session_ids(text_of(result))), result.is_error) for name, result in texts.items()}
     assert shown == {
         "refused": ("Error: subagent declined the task\nPartial output before the run ended:\nno", True),
         "unknown": ("Error: unknown job subagent-9", True),
         "started": ("started background subagent job subagent-1", False),
         "listing": ("subagent-1 [subagent] running — slow", False),
-        "timed_out_wait": ("(no new output)\n[status: running]", False),
+        "timed_out_wait": ("(no new output)\n[session: <session_id>]\n[status: running]", False),
         "killed": ("requested cancellation of job subagent-1", False),
-        "after_kill": ("(no new output)\n[status: killed]", False),
+        "after_kill": ("(no new output)\n[session: <session_id>]\n[status: killed]", False),
         "announced": ("started background subagent job subagent-2", False),
-        "completed": ("in the background\n[status: completed]", False),
+        "completed": ("in the background\n[session: <session_id>]\n[status: completed]", False),
         "finished_kill": ("job subagent-2 had already finished [status: completed]", False),
     }
     # Issue 18 on purpose: the background-start line is in structuredContent too (clients may show only that).
@@ -125,9 +127,10 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
     assert started.structured_content is not None
     run_id = started.structured_content.pop("run_id")
     assert isinstance(run_id, str) and len(run_id) == 36
-    assert started.structured_content == {
+    assert scrub_session_ids(started.structured_content) == {
         "provider": "slow",
         "output": "started background subagent job subagent-1",
+        "session_id": "<session_id>",
         "job_id": "subagent-1",
     }
     assert notices == [

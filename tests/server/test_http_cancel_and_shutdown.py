@@ -23,6 +23,7 @@ def hanging_config(tmp_path: Path) -> Path:
     entry = acp_entry(
         MOCK_HANG="1", MOCK_READY_FILE=str(tmp_path / "ready"), MOCK_GRANDCHILD_PID_FILE=str(tmp_path / "grandchild")
     )
+    entry["session_idle_ms"] = 0  # one-shot: a cancel climbs the ladder (a session would keep a settled child warm)
     return write_config(tmp_path, {"echo": acp_entry(), "hang": entry})
 
 

@@ -19,6 +19,7 @@ from tests.server._helpers import (
     until_fake_agents,
     write_config,
 )
+from tests.snapshots import scrub_session_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +42,10 @@ async def most_agents_during(seconds: float) -> int:
 
 async def test_six_jobs_under_max_concurrent_runs_two(tmp_path: Path) -> None:
     spawned = tmp_path / "initialized.log"
-    config = write_config(tmp_path, {"hang": acp_entry(MOCK_HANG="1", MOCK_RECORD_INIT=str(spawned))})
+    # One-shot: a killed job's child goes down (a session would keep a child that settled the cancel warm).
+    config = write_config(
+        tmp_path, {"hang": {**acp_entry(MOCK_HANG="1", MOCK_RECORD_INIT=str(spawned)), "session_idle_ms": 0}}
+    )
     with anyio.fail_after(SERVE_TIMEOUT_S):
         async with client_session(config, "--max-concurrent-runs", "2") as session:
             ids: list[str] = []
@@ -69,9 +73,9 @@ async def test_six_jobs_under_max_concurrent_runs_two(tmp_path: Path) -> None:
         f"{ids[1]} [subagent] running — job 1",
         *(f"{ids[n]} [subagent] queued — job {n}" for n in range(2, 6)),
     ]
-    assert queued_read == "(no new output)\n[status: queued]"
+    assert scrub_session_ids(queued_read) == "(no new output)\n[session: <session_id>]\n[status: queued]"
     assert killed == f"requested cancellation of job {ids[5]}"
-    assert after_kill == "(no new output)\n[status: killed]"
+    assert scrub_session_ids(after_kill) == "(no new output)\n[session: <session_id>]\n[status: killed]"
     assert drained == 0
     # Only the two that held a slot ever started a child.
     assert len(spawned.read_text().splitlines()) == 2

@@ -36,6 +36,7 @@ def entry_of(tmp_path: Path, name: str, *, eof_grace_ms: float, grace_ms: float,
     )
     entry["dispose_eof_grace_ms"] = eof_grace_ms
     entry["dispose_grace_ms"] = grace_ms
+    entry["session_idle_ms"] = 0  # one-shot: a cancel climbs the ladder (a session would keep a settled child warm)
     return entry
 
 

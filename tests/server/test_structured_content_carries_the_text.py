@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.cli._helpers import cli_env
 from tests.conftest import PYTHON
 from tests.server._helpers import SERVE_TIMEOUT_S, acp_entry, client_session, serve_args, serve_params, write_config
+from tests.snapshots import scrub_session_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -114,11 +115,14 @@ async def test_every_text_a_result_carries_is_in_its_structured_content(tmp_path
     assert shown["refusal"]["error"] == refused
     assert shown["timeout"]["error"] == "Error: tool call timed out after 300ms"
     assert shown["bad_arguments"]["error"].startswith("Error: invalid arguments:")
-    assert shown["background_start"] == {
+    assert scrub_session_ids(shown["background_start"]) == {
         "provider": "echo",
         "output": "started background subagent job subagent-1",
+        "session_id": "<session_id>",
         "job_id": "subagent-1",
     }
     # The job tools answer text only: no structuredContent, so every client shows their content.
     assert all(results[name].structured_content is None for name in ("job_output", "job_list", "job_kill"))
-    assert texts(results["job_output"]) == ["later\n[status: completed]"]
+    assert [scrub_session_ids(text) for text in texts(results["job_output"])] == [
+        "later\n[session: <session_id>]\n[status: completed]"
+    ]

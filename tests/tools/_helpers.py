@@ -12,6 +12,7 @@ import psutil
 from host import HostConfig, ToolResult
 from host.config._loader import parse_config
 from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
+from tests.snapshots import scrub_session_ids
 
 # Real-process tests: an interpreter cold start plus the handshake can take a second or two on a loaded CI box.
 PROCESS_TIMEOUT_S = 15
@@ -23,6 +24,7 @@ def acp_config(
     command: str = PYTHON,
     permission: str | None = None,
     grace_ms: float = 300,
+    session_idle_ms: float | None = None,
     **env: str,
 ) -> HostConfig:
     """One ``acp`` entry on the fake agent, scripted by ``env``, with fast teardown graces."""
@@ -38,6 +40,8 @@ def acp_config(
         entry["permission"] = permission
     if timeout_ms is not None:
         entry["timeout_ms"] = timeout_ms
+    if session_idle_ms is not None:
+        entry["session_idle_ms"] = session_idle_ms
     return parse_config({"providers": {"acp": entry}})
 
 
@@ -56,9 +60,12 @@ def sdk_config(name: str = "dsh-sdk", **env: str) -> HostConfig:
 
 
 def text_of(result: ToolResult) -> str:
+    """The result's one text block, a job read's session id replaced by ``<session_id>``."""
     block = result.content[0]
     assert block["type"] == "text"
-    return block["text"]
+    text = scrub_session_ids(block["text"])
+    assert isinstance(text, str)
+    return text
 
 
 def live_fakes() -> list[psutil.Process]:

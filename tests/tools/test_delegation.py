@@ -23,11 +23,13 @@ pytestmark = pytest.mark.anyio
 
 
 def normalized(result: ToolResult) -> dict[str, Any]:
-    """The result's JSON with the random run id replaced by a placeholder."""
+    """The result's JSON with the random run and session ids replaced by placeholders."""
     data = result.to_json()
     value = data.get("value")
     if isinstance(value, dict) and "run_id" in value:
         value["run_id"] = "<run_id>"
+    if isinstance(value, dict) and "session_id" in value:
+        value["session_id"] = "<session_id>"
     return data
 
 
@@ -198,7 +200,8 @@ async def test_empty_task_is_an_argument_error(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_a_timed_out_child_is_disposed_before_the_tool_call_settles(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
-    config = acp_config(timeout_ms=200, MOCK_HANG="1", MOCK_GRANDCHILD_PID_FILE=str(pid_file))
+    # One-shot (session_idle_ms = 0): a session would keep a child that settled the cancel warm.
+    config = acp_config(timeout_ms=200, session_idle_ms=0, MOCK_HANG="1", MOCK_GRANDCHILD_PID_FILE=str(pid_file))
     with anyio.fail_after(PROCESS_TIMEOUT_S):
         async with Host.open(config, parent_cwd=str(tmp_path)) as host:
             result = await host.execute("delegate_acp", {"task": "x"}, signal=CancelController().signal)

@@ -48,7 +48,8 @@ async def test_background_job_disposed_by_the_child_is_a_failure_with_its_diagno
         "aborted; diagnostic: Subagent failure (provider: DSH SDK; stage: session-run; category: child-disposed)"
     )
     assert text_of(report) == (
-        "(no new output)\n[status: failed, aborted; diagnostic: Subagent failure (provider: DSH SDK; "
+        "(no new output)\n[session: <session_id>]\n"
+        "[status: failed, aborted; diagnostic: Subagent failure (provider: DSH SDK; "
         "stage: session-run; category: child-disposed)]"
     )
     assert_snapshot("tools", "job_output_sdk_failed", report.to_json())

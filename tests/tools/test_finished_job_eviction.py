@@ -118,4 +118,4 @@ async def test_an_evicted_job_answers_like_an_unknown_one_through_the_host(tmp_p
     assert text_of(evicted) == f"Error: unknown job {ids[0]}"
     assert json.dumps(evicted.to_json()) == json.dumps(unknown.to_json()).replace("subagent-9", ids[0])
     assert text_of(unknown) == "Error: unknown job subagent-9"
-    assert text_of(kept) == "answer\n[status: completed]"
+    assert text_of(kept) == "answer\n[session: <session_id>]\n[status: completed]"

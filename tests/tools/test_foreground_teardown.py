@@ -64,10 +64,15 @@ async def test_a_timed_out_foreground_call_has_torn_down_the_whole_tree_before_i
     assert alive == [] and grandchild_gone
 
 
-async def test_a_cancelled_foreground_call_has_torn_down_the_child_before_it_returns(tmp_path: Path) -> None:
+async def test_a_cancelled_one_shot_foreground_call_has_torn_down_the_child_before_it_returns(tmp_path: Path) -> None:
+    # session_idle_ms = 0: no warm child after a turn (a session keeps it otherwise: tests/sessions/).
     ready, pid_file = tmp_path / "ready", tmp_path / "grandchild.pid"
     config = acp_config(
-        MOCK_HANG="1", MOCK_TEXT="partial", MOCK_READY_FILE=str(ready), MOCK_GRANDCHILD_PID_FILE=str(pid_file)
+        session_idle_ms=0,
+        MOCK_HANG="1",
+        MOCK_TEXT="partial",
+        MOCK_READY_FILE=str(ready),
+        MOCK_GRANDCHILD_PID_FILE=str(pid_file),
     )
     controller = CancelController()
     observed: list[tuple[ToolResult, list[psutil.Process], bool]] = []

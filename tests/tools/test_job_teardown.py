@@ -19,7 +19,7 @@ from host.tools import (
     JobRunner,
 )
 from tests._provider_helpers import is_gone, wait_for_ready_marker
-from tests.snapshots import assert_snapshot
+from tests.snapshots import assert_snapshot, scrub_session_ids
 from tests.tools._helpers import PROCESS_TIMEOUT_S, live_fakes, text_of
 from tests.tools._helpers import acp_config as _acp_config
 from tests.tools._helpers import sdk_config as _sdk_config
@@ -63,8 +63,8 @@ async def test_background_jobs_map_every_acp_stop_reason_to_the_exact_status_lin
             await host.wait_job(job_id)
             report = await host.execute("job_output", {"job_id": job_id}, signal=signal)
     # Partial output of a failed or killed job is not reported.
-    expected = "(no new output)\n" + status_line
-    assert report.to_json() == {
+    expected = "(no new output)\n[session: <session_id>]\n" + status_line
+    assert scrub_session_ids(report.to_json()) == {
         "is_error": False,
         "value": expected,
         "content": [{"type": "text", "text": expected}],
@@ -82,7 +82,8 @@ async def test_a_background_sdk_child_error_shows_the_spec_status_line(tmp_path:
             await host.wait_job(job_id)
             report = await host.execute("job_output", {"job_id": job_id}, signal=signal)
     assert text_of(report) == (
-        "(no new output)\n[status: failed, error; diagnostic: Subagent failure (provider: DSH SDK; "
+        "(no new output)\n[session: <session_id>]\n"
+        "[status: failed, error; diagnostic: Subagent failure (provider: DSH SDK; "
         "stage: session-run; category: child-error)]"
     )
 
@@ -109,9 +110,10 @@ async def test_a_killed_job_is_disposed_before_its_outcome_is_reported(tmp_path:
             # Reported, and the host is still open: the job's own dispose reaped the whole tree.
             alive, grandchild_gone = live_fakes(), is_gone(grandchild)
             report = await host.execute("job_output", {"job_id": job_id}, signal=signal)
-    assert outcome == JobOutcome("killed", run_id=started.to_json()["value"]["run_id"])
+    run_id = started.to_json()["value"]["run_id"]
+    assert outcome == JobOutcome("killed", run_id=run_id, session_id=outcome.session_id) and outcome.session_id
     assert alive == [] and grandchild_gone
-    assert text_of(report) == "(no new output)\n[status: killed]"
+    assert text_of(report) == "(no new output)\n[session: <session_id>]\n[status: killed]"
 
 
 @pytest.mark.parametrize(

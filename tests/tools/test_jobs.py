@@ -56,8 +56,8 @@ async def test_a_completed_job_returns_its_full_answer_on_every_read(tmp_path: P
     run_id = value["value"].pop("run_id")
     assert isinstance(run_id, str) and len(run_id) == 36
     assert_snapshot("tools", "background_started", value)
-    assert text_of(first) == "background answer\n[status: completed]"
-    assert text_of(again) == "background answer\n[status: completed]"
+    assert text_of(first) == "background answer\n[session: <session_id>]\n[status: completed]"
+    assert text_of(again) == "background answer\n[session: <session_id>]\n[status: completed]"
     assert_snapshot("tools", "job_output_completed", first.to_json())
 
 
@@ -67,7 +67,7 @@ async def test_an_answer_ending_in_a_newline_gets_no_second_one(tmp_path: Path) 
             job_id = await start_job(host)
             await host.wait_job(job_id)
             report = await call(host, "job_output", job_id)
-    assert text_of(report) == "line\n[status: completed]"
+    assert text_of(report) == "line\n[session: <session_id>]\n[status: completed]"
 
 
 async def test_a_running_job_shows_no_output_then_stopping_after_kill_then_killed(tmp_path: Path) -> None:
@@ -84,11 +84,11 @@ async def test_a_running_job_shows_no_output_then_stopping_after_kill_then_kille
             final = await call(host, "job_output", job_id)
             kill_again = await call(host, "job_kill", job_id)
     # Nothing before it settles: streamed text is not a job's answer.
-    assert text_of(running) == "(no new output)\n[status: running]"
+    assert text_of(running) == "(no new output)\n[session: <session_id>]\n[status: running]"
     assert text_of(killed) == f"requested cancellation of job {job_id}"
-    assert text_of(stopping) == "(no new output)\n[status: stopping]"
+    assert text_of(stopping) == "(no new output)\n[session: <session_id>]\n[status: stopping]"
     assert outcome.status == "killed"
-    assert text_of(final) == "(no new output)\n[status: killed]"
+    assert text_of(final) == "(no new output)\n[session: <session_id>]\n[status: killed]"
     assert text_of(kill_again) == f"job {job_id} had already finished [status: killed]"
     assert_snapshot("tools", "job_output_running", running.to_json())
     assert_snapshot("tools", "job_kill", killed.to_json())
@@ -104,7 +104,7 @@ async def test_wait_blocks_until_the_job_settles(tmp_path: Path) -> None:
             # The child is a cold interpreter: the wait begins long before the job settles.
             job_id = await start_job(host)
             report = await call(host, "job_output", job_id, wait=True, timeout_ms=10_000)
-    assert text_of(report) == "waited answer\n[status: completed]"
+    assert text_of(report) == "waited answer\n[session: <session_id>]\n[status: completed]"
     assert_snapshot("tools", "job_output_wait_completed", report.to_json())
 
 
@@ -120,8 +120,8 @@ async def test_a_timed_out_wait_returns_the_running_read_and_leaves_the_job_aliv
             waited = anyio.current_time() - started
             still_running = await call(host, "job_output", job_id)
     assert waited >= 0.2
-    assert text_of(report) == "(no new output)\n[status: running]"
-    assert text_of(still_running) == "(no new output)\n[status: running]"
+    assert text_of(report) == "(no new output)\n[session: <session_id>]\n[status: running]"
+    assert text_of(still_running) == "(no new output)\n[session: <session_id>]\n[status: running]"
 
 
 async def test_job_list_shows_one_line_per_job_or_none(tmp_path: Path) -> None:
@@ -150,7 +150,8 @@ async def test_a_job_honours_the_entry_timeout_and_settles_failed_with_the_timeo
             outcome = await host.wait_job(job_id)
             report = await call(host, "job_output", job_id)
     assert outcome.status == "failed"
-    assert text_of(report) == "(no new output)\n[status: failed, tool call timed out after 300ms]"
+    expected = "(no new output)\n[session: <session_id>]\n[status: failed, tool call timed out after 300ms]"
+    assert text_of(report) == expected
     assert_snapshot("tools", "job_output_timed_out", report.to_json())
 
 

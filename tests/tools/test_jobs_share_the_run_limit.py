@@ -26,7 +26,9 @@ _OBSERVE_S = 1.0
 def hang_config(tmp_path: Path, **extra_host: Any) -> tuple[HostConfig, Path]:
     """One hanging fake agent entry; every child that reaches ``initialize`` appends a line to the returned file."""
     spawned = tmp_path / "initialized.log"
+    # One-shot: a killed job's child goes down (a session would keep a child that settled the cancel warm).
     entry: dict[str, Any] = {
+        "session_idle_ms": 0,
         "kind": "acp",
         "command": PYTHON,
         "args": [str(FAKE_ACP_AGENT)],
@@ -85,8 +87,8 @@ async def test_six_jobs_under_a_limit_of_two_never_run_more_than_two_children(tm
         f"{ids[1]} [subagent] running — job 1",
         *(f"{ids[n]} [subagent] queued — job {n}" for n in range(2, 6)),
     ]
-    assert queued_read == "(no new output)\n[status: queued]"
-    assert running_read == "(no new output)\n[status: running]"
+    assert queued_read == "(no new output)\n[session: <session_id>]\n[status: queued]"
+    assert running_read == "(no new output)\n[session: <session_id>]\n[status: running]"
     assert f"{ids[2]} [subagent] running — job 2" in third_listed.splitlines()
     assert f"{ids[3]} [subagent] queued — job 3" in third_listed.splitlines()
     # Closing the host killed the queued jobs before they ever spawned: only the three that ran reached initialize.
@@ -108,7 +110,7 @@ async def test_job_kill_on_a_queued_job_starts_no_child(tmp_path: Path) -> None:
             after = await most_agents_during(_OBSERVE_S)
     assert confirmation == f"requested cancellation of job {queued}"
     assert outcome.status == "killed"
-    assert read == "(no new output)\n[status: killed]"
+    assert read == "(no new output)\n[session: <session_id>]\n[status: killed]"
     assert after == 0
     assert spawned_count(spawned) == 1
 

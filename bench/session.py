@@ -1,0 +1,145 @@
+"""Sessions: a warm follow-up turn, a cold resume and a fresh run, each next to a floor of one ``session/prompt``
+round trip to the same kind of live child (docs/behaviour.md#sessions). Target: warm turn ≤ 1.2× the floor.
+
+Run from the repository root: ``python bench/session.py`` (``BENCH_RUNS``, default 30). Every side runs in this
+process, interleaved per repetition: the **floor** writes one ``session/prompt`` line to a live fake agent
+(``fake_runtimes/acp_agent.py``, started once, handshake done) on blocking pipes and reads lines until its response
+(every line decoded with ``json.loads``); the **warm turn** is ``Host.execute("delegate_warm", {task, session_id})``
+on a session whose child is alive; the **cold resume** is the same call on an entry with ``session_idle_ms = 0``
+(spawn, ``initialize``, ``session/resume``, prompt, ``session/close``-less ladder); the **fresh run** is a call
+without ``session_id`` on that entry (spawn, ``initialize``, ``session/new``, prompt, ladder). Printed: median wall
+(min–max) in ms, the ratio of medians to the floor, and this process's CPU per call (``getrusage``, children
+excluded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from host import CancelController, Host  # noqa: E402
+from host.config._loader import parse_config  # noqa: E402
+
+AGENT = str(REPO / "fake_runtimes" / "acp_agent.py")
+RUNS = int(os.environ.get("BENCH_RUNS", "30"))
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class _Floor:
+    """A live fake agent after ``initialize`` and ``session/new``; ``turn()`` is one prompt round trip."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, AGENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **env}
+        )
+        self._next = 0
+        self._call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        self._session = self._call("session/new", {"cwd": str(REPO), "mcpServers": []})["sessionId"]
+
+    def _call(self, method: str, params: dict[str, Any]) -> Any:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        request_id = self._next
+        self._next += 1
+        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n"
+        self._proc.stdin.write(line.encode())
+        self._proc.stdin.flush()
+        while True:
+            message = json.loads(self._proc.stdout.readline())
+            if message.get("id") == request_id and "method" not in message:
+                return message.get("result")
+
+    def turn(self, task: str) -> None:
+        self._call("session/prompt", {"sessionId": self._session, "prompt": [{"type": "text", "text": task}]})
+
+    def close(self) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        self._proc.wait(10)
+
+
+def _entry(state: str, **extra: Any) -> dict[str, Any]:
+    env = {"MOCK_SESSION_RESUME": "1", "MOCK_SESSION_DIR": state}
+    return {"kind": "acp", "command": sys.executable, "args": [AGENT], "cwd": str(REPO), "env": env, **extra}
+
+
+def _report(name: str, walls: list[float], cpus: list[float], floor: float | None) -> None:
+    median = statistics.median(walls) * 1000
+    ratio = f"{median / floor:6.2f}x" if floor else "   1.00x"
+    print(
+        f"{name:<14} {median:8.2f} ms ({min(walls) * 1000:.2f}–{max(walls) * 1000:.2f})  {ratio}  "
+        f"CPU {statistics.median(cpus) * 1000:.2f} ms/call"
+    )
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as state:
+        config = parse_config(
+            {
+                "providers": {
+                    "warm": _entry(state),
+                    "cold": _entry(state, session_idle_ms=0, dispose_eof_grace_ms=2000),
+                }
+            }
+        )
+        floor = _Floor({"MOCK_SESSION_RESUME": "1", "MOCK_SESSION_DIR": state})
+        sides: dict[str, tuple[list[float], list[float]]] = {
+            name: ([], []) for name in ("floor", "warm turn", "cold resume", "fresh run")
+        }
+        signal = CancelController().signal
+        async with Host.open(config) as host:
+            warm = await host.execute("delegate_warm", {"task": "open"}, signal=signal)
+            cold = await host.execute("delegate_cold", {"task": "open"}, signal=signal)
+            warm_id = warm.to_json()["value"]["session_id"]
+            cold_id = cold.to_json()["value"]["session_id"]
+
+            async def warm_turn() -> None:
+                result = await host.execute("delegate_warm", {"task": "t", "session_id": warm_id}, signal=signal)
+                assert not result.is_error
+
+            async def cold_resume() -> None:
+                result = await host.execute("delegate_cold", {"task": "t", "session_id": cold_id}, signal=signal)
+                assert not result.is_error
+
+            async def fresh_run() -> None:
+                result = await host.execute("delegate_cold", {"task": "t"}, signal=signal)
+                assert not result.is_error
+
+            async def floor_turn() -> None:
+                floor.turn("t")
+
+            calls = {"floor": floor_turn, "warm turn": warm_turn, "cold resume": cold_resume, "fresh run": fresh_run}
+            for _ in range(3):  # warm-up
+                for call in calls.values():
+                    await call()
+            for _ in range(RUNS):
+                for name, call in calls.items():
+                    cpu, start = _cpu(), time.perf_counter()
+                    await call()
+                    sides[name][0].append(time.perf_counter() - start)
+                    sides[name][1].append(_cpu() - cpu)
+        floor.close()
+    print(f"sessions, {RUNS} interleaved repetitions, load {os.getloadavg()[0]:.1f}")
+    floor_median = statistics.median(sides["floor"][0]) * 1000
+    for name, (walls, cpus) in sides.items():
+        _report(name, walls, cpus, None if name == "floor" else floor_median)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

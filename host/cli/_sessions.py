@@ -1,0 +1,110 @@
+"""``subagent-host sessions list | show | close``: read and close the sessions of a state directory.
+
+``list`` prints one line per session (``--json``: ``{"schema": 1, "sessions": [...]}``), ``show`` prints the session
+and then every turn as ``runs show`` prints a run, and ``close`` marks the session closed (a later ``run --session``
+then ends ``session-expired``). A host process that holds the session warm keeps its child until its own reaper or
+close; the file says ``closed`` from now on, and the next host to read it refuses to continue it. Exit status: 0
+success, 1 no such session, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from host.cli._render import neutralise
+from host.cli._runs import transcript_lines
+from host.cli._support import JSON_SCHEMA_VERSION, json_line
+from host.records import RunNotFoundError, find_run, resolve_state_dir
+from host.sessions import SessionRecord, list_session_files, read_session_file, write_session_file
+
+__all__ = ["run_sessions_command"]
+
+_EXIT_OK: Final = 0
+_EXIT_NOT_FOUND: Final = 1
+
+
+def run_sessions_command(args: argparse.Namespace) -> int:
+    """Run ``sessions <action>`` and return its exit status."""
+    state_dir = resolve_state_dir(args.state_dir)
+    if args.sessions_command == "list":
+        return _list(state_dir, as_json=args.json)
+    record = read_session_file(state_dir, args.session_id)
+    if record is None:
+        message = f'subagent-host: no session "{neutralise(args.session_id)}"'
+        sys.stderr.write(message + "\n")
+        if getattr(args, "json", False):
+            _out(json_line({"schema": JSON_SCHEMA_VERSION, "error": message}, terminal=sys.stdout.isatty()))
+        return _EXIT_NOT_FOUND
+    if args.sessions_command == "show":
+        return _show(state_dir, record, as_json=args.json)
+    record.state = "closed"
+    write_session_file(state_dir, record)
+    _out(f"closed session {record.session_id}\n")
+    return _EXIT_OK
+
+
+def _summary(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "session_id": record.session_id,
+        "provider": record.provider,
+        "kind": record.kind,
+        "state": record.state,
+        "turns": record.turns,
+        "created": record.created,
+        "last_used": record.last_used,
+        "cwd": record.cwd,
+        "label": record.label,
+    }
+
+
+def _list(state_dir: Path, *, as_json: bool) -> int:
+    records = list_session_files(state_dir)
+    if as_json:
+        sessions = [_summary(record) for record in records]
+        _out(json_line({"schema": JSON_SCHEMA_VERSION, "sessions": sessions}, terminal=sys.stdout.isatty()))
+        return _EXIT_OK
+    for record in records:
+        label = neutralise(record.label or "").replace("\n", " ")
+        fields = [record.session_id, record.last_used, neutralise(record.provider), record.state, f"{record.turns}"]
+        _out("  ".join([*fields, label]).rstrip() + "\n")
+    return _EXIT_OK
+
+
+def _show(state_dir: Path, record: SessionRecord, *, as_json: bool) -> int:
+    if as_json:
+        turns: list[dict[str, Any]] = []
+        for run_id in record.runs:
+            try:
+                run = find_run(state_dir, run_id)
+            except (RunNotFoundError, LookupError):
+                turns.append({"run_id": run_id, "status": "pruned"})
+                continue
+            turns.append({"run_id": run.run_id, "status": run.status, "records": run.records})
+        obj = {"schema": JSON_SCHEMA_VERSION, **_summary(record), "turns": turns}
+        _out(json_line(obj, terminal=sys.stdout.isatty()))
+        return _EXIT_OK
+    lines = [
+        f"session {record.session_id}",
+        f"provider: {neutralise(record.provider)} ({record.kind})",
+        f"state: {record.state}",
+        f"turns: {record.turns}",
+        f"created: {neutralise(record.created)}",
+        f"last used: {neutralise(record.last_used)}",
+        f"cwd: {neutralise(record.cwd or '-')}",
+    ]
+    for number, run_id in enumerate(record.runs, start=1):
+        lines += ["", f"--- turn {number} ---"]
+        try:
+            lines += transcript_lines(find_run(state_dir, run_id))
+        except LookupError:
+            lines.append(f"run {run_id}: no longer recorded (pruned)")
+    _out("\n".join(lines) + "\n")
+    return _EXIT_OK
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()

@@ -1,0 +1,93 @@
+"""One session and one turn's lease of it.
+
+A ``Session`` is the one owner of its warm child between turns. A turn takes the session's FIFO lock, borrows the
+warm child through a ``TurnLease`` (``host.run._lease.SessionLease``), and at release the run either hands a live,
+settled child back (``keep``) or took it down itself. ``finish`` records the turn and releases the lock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import anyio
+
+from host.run._lease import WarmChild
+from host.sessions._store import SessionRecord
+
+__all__ = ["Session", "TurnLease"]
+
+
+@dataclass(slots=True, eq=False)
+class Session:
+    """A session's record, its turn lock, and the warm child it owns between turns."""
+
+    record: SessionRecord
+    idle_ms: float
+    """The entry's ``session_idle_ms``."""
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """One turn at a time; anyio's lock is fair, so waiters are served first come, first served."""
+    warm: WarmChild | None = None
+    """The live child kept between turns (``None`` while a turn borrows it, or when cold)."""
+    busy: bool = False
+    idle_since: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when the last turn ended (the idle and LRU clocks)."""
+
+    @property
+    def id(self) -> str:
+        """The host-minted session id."""
+        return self.record.session_id
+
+
+class TurnLease:
+    """What one turn borrows from its session (implements ``SessionLease``)."""
+
+    def __init__(self, session: Session, *, fork_of: str | None, if_lost_new: bool, warm: WarmChild | None) -> None:
+        self._session = session
+        self._fork_of = fork_of
+        self._if_lost_new = if_lost_new
+        self._warm = warm
+        self.turn = session.record.turns + 1
+        self.context_reset = False
+        self.opened_agent_session = False
+
+    @property
+    def session_id(self) -> str:
+        """The host-minted session id."""
+        return self._session.id
+
+    @property
+    def warm(self) -> WarmChild | None:
+        """The session's live child, lent to this turn."""
+        return self._warm
+
+    @property
+    def agent_session_id(self) -> str | None:
+        """The agent's session id to resume when there is no warm child."""
+        return self._session.record.agent_session_id
+
+    @property
+    def fork_of(self) -> str | None:
+        """The agent session id to fork from, for the first turn of a forked session."""
+        return self._fork_of
+
+    @property
+    def if_lost_new(self) -> bool:
+        """Whether a lost session may be replaced by a fresh one."""
+        return self._if_lost_new
+
+    @property
+    def keep_warm(self) -> bool:
+        """Whether the child stays alive after the turn."""
+        return self._session.idle_ms > 0
+
+    def opened(self, agent_session_id: str, *, context_reset: bool) -> None:
+        """Record the agent session the handshake established."""
+        self._session.record.agent_session_id = agent_session_id
+        self.context_reset = self.context_reset or context_reset  # the table may have decided the reset already
+        self.opened_agent_session = True
+        self._fork_of = None
+
+    def keep(self, child: WarmChild) -> None:
+        """The session owns ``child`` again."""
+        self._session.warm = child
