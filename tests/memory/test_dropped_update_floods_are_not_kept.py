@@ -30,9 +30,9 @@ async def test_a_flood_of_dropped_updates_is_not_kept(tmp_path: Path, kind: str,
     report = await run_probe(tmp_path, kind=kind, child=CHILDREN / child, env=env, record=True)
     assert report.text == "flood over"
     assert report.growth_kib < GROWTH_BOUND_KIB, f"host peak RSS grew {report.growth_kib} KiB"
-    # run/start, the chunk, the message, run/end (and the recorded prompt): nothing of the flood.
+    # run/start, the chunk, the message, run/end (and the recorded prompt and handshake): nothing of the flood.
     assert report.frames == 4
-    assert report.records == 5
+    assert report.records == 6
     assert report.transcript_bytes < 4096
 
 
