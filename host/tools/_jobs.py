@@ -258,10 +258,15 @@ class JobRunner:
         return _KILL_REQUESTED.format(job_id=job.id)
 
     def list_text(self) -> str:
-        """One ``<id> [<kind>] <status> — <label>`` line per job, or ``(no background jobs)``."""
+        """One ``<id> [<kind>] <status> — <label>`` line per job (then `` [run: <run_id>]`` once the job's run has its
+        id: its record under ``runs/``), or ``(no background jobs)``."""
         if not self._jobs:
             return NO_BACKGROUND_JOBS
-        return "\n".join(f"{job.id} [{JOB_KIND_SUBAGENT}] {job.status} — {job.label}" for job in self._jobs.values())
+        return "\n".join(
+            f"{job.id} [{JOB_KIND_SUBAGENT}] {job.status} — {job.label}"
+            + (f" [run: {job.run_id}]" if job.run_id else "")
+            for job in self._jobs.values()
+        )
 
     async def wait(self, job_id: str) -> JobOutcome:
         """Wait until the job settled (its run disposed) and return its outcome.

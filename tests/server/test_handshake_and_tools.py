@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from host.sessions import is_session_id
 from tests._provider_helpers import wait_for_ready_marker
 from tests.server._helpers import SERVE_TIMEOUT_S, RawServer, acp_entry, client_session, write_config
-from tests.snapshots import assert_snapshot, scrub_session_ids
+from tests.snapshots import assert_snapshot, scrub_run_ids, scrub_session_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -109,12 +109,15 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
         "completed": completed,
         "finished_kill": finished_kill,
     }
-    shown = {name: (str(scrub_session_ids(text_of(result))), result.is_error) for name, result in texts.items()}
+    shown = {
+        name: (scrub_run_ids(str(scrub_session_ids(text_of(result)))), result.is_error)
+        for name, result in texts.items()
+    }
     assert shown == {
         "refused": ("Error: subagent declined the task\nPartial output before the run ended:\nno", True),
         "unknown": ("Error: unknown job subagent-9", True),
         "started": ("started background subagent job subagent-1", False),
-        "listing": ("subagent-1 [subagent] running — slow", False),
+        "listing": ("subagent-1 [subagent] running — slow [run: <run_id>]", False),
         "timed_out_wait": ("(no new output)\n[session: <session_id>]\n[status: running]", False),
         "killed": ("requested cancellation of job subagent-1", False),
         "after_kill": ("(no new output)\n[session: <session_id>]\n[status: killed]", False),

@@ -19,7 +19,7 @@ from tests.server._helpers import (
     until_fake_agents,
     write_config,
 )
-from tests.snapshots import scrub_session_ids
+from tests.snapshots import scrub_run_ids, scrub_session_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -68,10 +68,10 @@ async def test_six_jobs_under_max_concurrent_runs_two(tmp_path: Path) -> None:
                 await session.call_tool("job_output", {"job_id": job_id, "wait": True})
             drained = await most_agents_during(_OBSERVE_S)
     assert while_full == 2
-    assert listing.splitlines() == [
-        f"{ids[0]} [subagent] running — job 0",
-        f"{ids[1]} [subagent] running — job 1",
-        *(f"{ids[n]} [subagent] queued — job {n}" for n in range(2, 6)),
+    assert scrub_run_ids(listing).splitlines() == [
+        f"{ids[0]} [subagent] running — job 0 [run: <run_id>]",
+        f"{ids[1]} [subagent] running — job 1 [run: <run_id>]",
+        *(f"{ids[n]} [subagent] queued — job {n} [run: <run_id>]" for n in range(2, 6)),
     ]
     assert scrub_session_ids(queued_read) == "(no new output)\n[session: <session_id>]\n[status: queued]"
     assert killed == f"requested cancellation of job {ids[5]}"

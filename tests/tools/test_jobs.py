@@ -15,7 +15,7 @@ from host.config import AcpEntryConfig
 from host.tools import ToolExecutionInput, ToolRegistry, create_delegation_tool
 from tests._provider_helpers import is_gone
 from tests.acp_provider._helpers import wait_for_file
-from tests.snapshots import assert_snapshot
+from tests.snapshots import assert_snapshot, scrub_run_ids
 from tests.tools._helpers import PROCESS_TIMEOUT_S, text_of
 from tests.tools._helpers import acp_config as _acp_config
 
@@ -137,7 +137,10 @@ async def test_job_list_shows_one_line_per_job_or_none(tmp_path: Path) -> None:
             second = await start_job(host)
             listed = await host.execute("job_list", {}, signal=CancelController().signal)
     assert text_of(empty) == "(no background jobs)"
-    assert text_of(listed) == (f"{first} [subagent] killed — review the diff\n{second} [subagent] running — acp")
+    assert scrub_run_ids(text_of(listed)) == (
+        f"{first} [subagent] killed — review the diff [run: <run_id>]\n"
+        f"{second} [subagent] running — acp [run: <run_id>]"
+    )
     assert_snapshot("tools", "job_list_empty", empty.to_json())
     assert_snapshot("tools", "job_list", listed.to_json())
 

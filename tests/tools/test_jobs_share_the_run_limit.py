@@ -15,6 +15,7 @@ from host import CancelController, Host, HostConfig, ToolResult
 from host.config._loader import parse_config
 from tests.conftest import FAKE_ACP_AGENT, PYTHON
 from tests.server._helpers import most_fake_agents, until_fake_agents
+from tests.snapshots import scrub_run_ids
 from tests.tools._helpers import text_of
 
 pytestmark = pytest.mark.anyio
@@ -82,15 +83,15 @@ async def test_six_jobs_under_a_limit_of_two_never_run_more_than_two_children(tm
             third_listed = await call(host, "job_list", {})
     assert while_full == 2
     assert after_free == 2
-    assert listing.splitlines() == [
-        f"{ids[0]} [subagent] running — job 0",
-        f"{ids[1]} [subagent] running — job 1",
-        *(f"{ids[n]} [subagent] queued — job {n}" for n in range(2, 6)),
+    assert scrub_run_ids(listing).splitlines() == [
+        f"{ids[0]} [subagent] running — job 0 [run: <run_id>]",
+        f"{ids[1]} [subagent] running — job 1 [run: <run_id>]",
+        *(f"{ids[n]} [subagent] queued — job {n} [run: <run_id>]" for n in range(2, 6)),
     ]
     assert queued_read == "(no new output)\n[session: <session_id>]\n[status: queued]"
     assert running_read == "(no new output)\n[session: <session_id>]\n[status: running]"
-    assert f"{ids[2]} [subagent] running — job 2" in third_listed.splitlines()
-    assert f"{ids[3]} [subagent] queued — job 3" in third_listed.splitlines()
+    assert f"{ids[2]} [subagent] running — job 2 [run: <run_id>]" in scrub_run_ids(third_listed).splitlines()
+    assert f"{ids[3]} [subagent] queued — job 3 [run: <run_id>]" in scrub_run_ids(third_listed).splitlines()
     # Closing the host killed the queued jobs before they ever spawned: only the three that ran reached initialize.
     assert spawned_count(spawned) == 3
 
