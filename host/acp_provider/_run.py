@@ -19,12 +19,16 @@ from anyio.abc import TaskGroup
 from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError
 from host._json import ContentBlock
 from host.acp_provider._connection import AcpConnection
+from host.acp_provider._failures import (
+    classify_prompt_failure,
+    handshake_failure,
+    release_failure,
+    startup_run_failure,
+)
 from host.acp_provider._session import OpenedSession, TurnSession
 from host.acp_provider._spec import (
     AcpRunSpec,
     StartupFailure,
-    exit_facts,
-    is_auth_required,
     spawn_capturing_stderr,
 )
 from host.acp_provider._wire import (
@@ -212,18 +216,7 @@ class AcpRun:
         )
 
     async def _startup_failure_of(self, failure: StartupFailure) -> AcpRunFailure:
-        facts = failure.facts
-        if facts is None:
-            outcome: ProcessOutcome | None = None
-            with anyio.CancelScope(shield=True):
-                outcome = await self._observe_outcome()
-            facts = (
-                exit_facts(failure.stage, outcome)
-                if outcome is not None
-                else AcpFailureFacts(failure.stage, "transport")
-            )
-        call_error_sink(self._lifecycle.on_error, failure.raw)
-        return acp_run_failure(facts, failure.raw)
+        return await startup_run_failure(failure, self._handle, self._spec.dispose_grace_ms, self._lifecycle.on_error)
 
     async def _handshake(self) -> StartupFailure | None:
         assert self._conn is not None
@@ -243,7 +236,7 @@ class AcpRun:
                 opened = await self._turn.open(self._conn, self._spec.cwd, initialized)
                 self._clock.mark("session/new")
             except (AcpConnectionClosed, AcpResponseError) as raw:
-                return self._startup_failure(stage, raw)
+                return handshake_failure(stage, raw)
         if bound.cancelled_caught:
             return StartupFailure(stage, TimeoutReason(f"ACP {stage}", timeout_ms), AcpFailureFacts(stage, "timeout"))
         if not isinstance(opened, OpenedSession):
@@ -251,10 +244,6 @@ class AcpRun:
         self._session_id = opened.session_id
         notify_attempt(self._lifecycle.attempt_observer, "handshake", self._clock.facts(agent))
         return None
-
-    @staticmethod
-    def _startup_failure(stage: AcpStage, raw: BaseException) -> StartupFailure:
-        return StartupFailure(stage, raw, AcpFailureFacts(stage, "auth-required") if is_auth_required(raw) else None)
 
     # -- the published attempt ---------------------------------------------------------------------------------
 
@@ -276,7 +265,8 @@ class AcpRun:
             except (AcpConnectionClosed, AcpResponseError) as raw:
                 self._prompt_outstanding = False
                 self._freeze()
-                self._failure_facts = await self._classify_prompt_failure(raw)
+                # Interruptible by local cancel: this runs inside the attempt's scope.
+                self._failure_facts = await classify_prompt_failure(raw, self._handle, self._spec.dispose_grace_ms)
                 raise
             finally:
                 self._prompt_outstanding = False
@@ -295,22 +285,8 @@ class AcpRun:
         diagnostic = None if stop_reason == "completed" else acp_diagnostic(facts, self._decision)
         return SubagentResult(output=self._output(), stop_reason=stop_reason, diagnostic=diagnostic)
 
-    async def _classify_prompt_failure(self, raw: BaseException) -> AcpFailureFacts:
-        if is_auth_required(raw):
-            return AcpFailureFacts("prompt", "auth-required")
-        # Interruptible by local cancel: this runs inside the attempt's scope.
-        outcome = await self._observe_outcome()
-        return exit_facts("process", outcome) if outcome is not None else AcpFailureFacts("prompt", "transport")
-
     def _failure_diagnostic(self) -> str | None:
         return acp_diagnostic(self._failure_facts, self._decision) if self._failure_facts is not None else None
-
-    async def _observe_outcome(self) -> ProcessOutcome | None:
-        outcome = self._handle.outcome
-        if outcome is None:
-            with anyio.move_on_after(math.ceil(self._spec.dispose_grace_ms) / 1000):
-                outcome = await self._handle.wait_outcome()
-        return outcome
 
     # -- inline callbacks (reader and cancel listener) --------------------------------------------------------
 
@@ -376,10 +352,7 @@ class AcpRun:
 
     def _release_failure(self, raw: Exception) -> AcpRunFailure:
         """Report a ladder failure to the sink and build its safe form (docs/behaviour.md#acp-teardown-failure)."""
-        call_error_sink(self._lifecycle.on_error, raw)
-        outcome = self._handle.outcome
-        facts = exit_facts("teardown", outcome) if outcome is not None else AcpFailureFacts("teardown", "unknown")
-        return acp_run_failure(facts, raw)
+        return release_failure(raw, self._handle, self._lifecycle.on_error)
 
 
 async def start_acp_run(

@@ -45,8 +45,9 @@ from host import (
     resolve_state_dir,
     text_of,
 )
+from host.cli._arguments import call_arguments
 from host.cli._hints import hints_for
-from host.cli._internals import encode_line, newest_session
+from host.cli._internals import encode_line
 from host.cli._live import LiveDetail
 from host.cli._output import Output
 from host.cli._select import UsageError, choose_provider, config_error_text, load, with_overrides, workspace
@@ -290,7 +291,7 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
             config, provider, permission=args.permission, timeout_ms=args.timeout_ms, workspace=args.workspace
         )
         parent_cwd = workspace(args.cwd)
-        arguments = _call_arguments(args, entry, parent_cwd)
+        arguments = call_arguments(args, entry, parent_cwd)
     except ConfigError as exc:
         return usage_failure(output, config_error_text(exc), as_json=as_json)
     except UsageError as exc:
@@ -382,27 +383,6 @@ async def run_task(args: argparse.Namespace, recorder: RecordedSignals, output: 
     if invocation.received is None and (broken or output.broken):
         return EXIT_BROKEN_STDOUT
     return invocation.exit_status(tool_result)
-
-
-def _call_arguments(args: argparse.Namespace, entry: EntryConfig, parent_cwd: str) -> dict[str, object]:
-    """The delegation call's arguments: the task, and the session to continue (``--session`` or ``--continue``).
-
-    Raises:
-        UsageError: ``--continue`` found no session of the provider in this workspace (or nothing is recorded).
-    """
-    arguments: dict[str, object] = {"task": args.task}
-    session_id: str | None = args.session
-    if args.continue_newest:
-        cwd = entry.cwd if entry.cwd is not None else parent_cwd
-        newest = None if args.no_record else newest_session(resolve_state_dir(args.state_dir), entry.name, cwd)
-        if newest is None:
-            raise UsageError(f"subagent-host: no session of provider {entry.name} in {cwd} to continue")
-        session_id = newest.session_id
-    if session_id is not None:
-        arguments["session_id"] = session_id
-    if args.if_lost != "error":
-        arguments["if_lost"] = args.if_lost
-    return arguments
 
 
 def _failure_of(tool_result: ToolResult | None) -> ToolFailure | None:

@@ -15,19 +15,18 @@ from typing import Annotated, Any, Final, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, TypeAdapter
 
-from host._exceptions import AggregateError, SubagentHostError, SubagentRunError, describe_error
+from host._exceptions import AggregateError, SubagentRunError, describe_error
 from host._json import ContentBlock, JsonValue
-from host.cancel import CancelSignal
 from host.config import EntryConfig, delegation_tool_name
 from host.diagnostics import SettleableRun, SubagentResult, foreground_failure_message, text_of
 from host.run._contracts import Provider, SubagentRequest, SubagentRun, check_capabilities
-from host.run._lifecycle import new_run_id
 from host.run._spawned import observe_spawns
 from host.sessions import SessionTable
 from host.stream import EventFrame, FrameObserver, RunUsage, StreamFrame, usage_of_transcript
 from host.telemetry._config import valid_traceparent
+from host.tools._background_start import start_background
 from host.tools._define import define_tool
-from host.tools._jobs import BACKGROUND_JOBS_UNAVAILABLE, JobRunner
+from host.tools._jobs import JobRunner
 from host.tools._session_turns import CONTEXT_RESET_TEXT, SessionArgs, SessionTurn, open_session_turn, session_text
 from host.tools._slots import RunSlots
 from host.tools._types import ToolDefinition, ToolOutput, ToolRunContext
@@ -234,7 +233,7 @@ def create_delegation_tool(
         session_id = turn.session.id if turn is not None else None
         if args.run_in_background:
             job_runner = jobs() if jobs is not None else None
-            return _start_background(start_run, request, job_runner, entry.timeout_ms, session_id)
+            return start_background(start_run, request, job_runner, entry.timeout_ms, session_id)
         if slots is None:
             return await _run_foreground(start_run, request, hooks, changes, turn)
         # Cancelled while queued, no slot is held: the start then settles aborted before any spawn.
@@ -284,48 +283,6 @@ async def _run_foreground(
         if turn.context_reset:
             value["context_reset"] = True
     return value
-
-
-def _start_background(
-    start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]],
-    request: SubagentRequest,
-    jobs: JobRunner | None,
-    timeout_ms: float | None,
-    session_id: str | None,
-) -> JsonValue:
-    if jobs is None:
-        raise SubagentHostError(BACKGROUND_JOBS_UNAVAILABLE)
-
-    # Minted up front, so the start result names the run its record will be filed under.
-    run_id = new_run_id()
-    job_ids: list[str] = []
-
-    async def start(signal: CancelSignal, on_frame: FrameObserver) -> SubagentRun:
-        def observe(frame: StreamFrame) -> None:
-            on_frame(frame)
-            if request.on_frame is not None:
-                request.on_frame(frame)
-
-        job_request = SubagentRequest(
-            label=request.label,
-            prompt=request.prompt,
-            signal=signal,
-            parent_cwd=request.parent_cwd,
-            agent_options=request.agent_options,
-            on_frame=observe,
-            workspace=request.workspace,
-            traceparent=request.traceparent,
-            run_id=run_id,
-            job_id=job_ids[0],  # the job's body runs after `jobs.start` returned its id
-        )
-        return await start_run(job_request)
-
-    # A job honours the entry's budget too: it settles failed with the timeout text (a deliberate deviation).
-    job_id = jobs.start(request.label, start, timeout_ms=timeout_ms, run_id=run_id, session_id=session_id)
-    job_ids.append(job_id)
-    if session_id is None:
-        return {"kind": "background", "job_id": job_id, "run_id": run_id}
-    return {"kind": "background", "job_id": job_id, "run_id": run_id, "session_id": session_id}
 
 
 async def _report_result(run: SubagentRun, hooks: RunHooks) -> None:
