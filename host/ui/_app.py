@@ -115,7 +115,9 @@ def _same(offered: str, token: str) -> bool:
 
 async def _set_cookie_and_redirect(scope: Scope, query: dict[str, str], token: str, send: Send) -> None:
     rest = {name: value for name, value in query.items() if name != "token"}
-    location = scope["path"] + ("?" + urlencode(rest) if rest else "")
+    # Same-origin only: a path such as ``//elsewhere/`` or ``/\\elsewhere`` would be read as another host.
+    path = "/" + str(scope["path"]).lstrip("/\\")
+    location = path + ("?" + urlencode(rest) if rest else "")
     response = Response(status_code=303, headers={"Location": location})
     response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
 

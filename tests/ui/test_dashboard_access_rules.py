@@ -164,3 +164,20 @@ def test_every_signal_ends_the_dashboard_cleanly(tmp_path: Path, signum: signal.
             process.wait()
         if process.stderr is not None:
             process.stderr.close()
+
+
+@pytest.mark.parametrize("path", ["//attacker.example/", "/\\attacker.example/", "///attacker.example/x"])
+def test_the_token_redirect_never_leaves_the_dashboard(tmp_path: Path, path: str) -> None:
+    token = _token_file(tmp_path)
+    with ui_server(tmp_path, "--auth-token-file", str(token), address="0.0.0.0:0") as url:
+        parts = urlsplit(url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+        try:
+            connection.request("GET", f"{path}?token={TOKEN}")
+            response = connection.getresponse()
+            response.read()
+        finally:
+            connection.close()
+    assert response.status == 303
+    location = response.getheader("Location") or ""
+    assert location.startswith("/") and not location.startswith(("//", "/\\")), location
