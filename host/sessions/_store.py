@@ -48,8 +48,12 @@ SessionState = Literal["warm", "cold", "closed"]
 
 
 def new_session_id() -> str:
-    """A fresh session id: 192 bits from the OS CSPRNG, URL-safe."""
-    return secrets.token_urlsafe(SESSION_ID_BYTES)
+    """A fresh session id: 192 bits from the OS CSPRNG, URL-safe, never starting with ``-`` (so ``run --session ID``
+    never reads it as an option; redrawing one in 64 ids leaves well over 128 bits)."""
+    while True:
+        session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
+        if not session_id.startswith("-"):
+            return session_id
 
 
 def is_session_id(value: str) -> bool:

@@ -98,3 +98,11 @@ async def test_a_closed_session_ends_session_expired_with_the_hint_and_if_lost_n
     assert after_close[0] == 1 and _answer(after_close[1])["error"] == line
     assert unknown[0] == 1 and unknown[2] == 'subagent-host: no session "no-such-id"\n'
     assert nothing[0] == 2 and "no session of provider agent in " in nothing[2]
+
+
+def test_no_session_id_starts_with_a_dash_so_the_command_line_takes_it() -> None:
+    from host.sessions._store import new_session_id
+
+    ids = [new_session_id() for _ in range(2000)]  # about 31 would start with "-" if nothing prevented it
+    assert not any(session_id.startswith("-") for session_id in ids)
+    assert all(is_session_id(session_id) for session_id in ids)
