@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host import CancelController, Host, ToolResult
+from host import CancelController, ChunkFrame, Host, RunHooks, StreamFrame, TextDelta, ToolResult
 from tests.records._helpers import read_jsonl
 from tests.sessions._helpers import (
     PROCESS_TIMEOUT_S,
@@ -36,15 +36,22 @@ async def test_cancel_mid_turn_then_continue_on_the_same_child_with_the_prefix_k
             first = await host.execute("delegate_acp", {"task": "read the code"}, signal=signal)
             session_id = first.to_json()["value"]["session_id"]
             controller = CancelController()
+            streamed = anyio.Event()
+
+            def on_frame(frame: StreamFrame) -> None:
+                if isinstance(frame, ChunkFrame) and isinstance(frame.chunk, TextDelta) and frame.chunk.text:
+                    streamed.set()
+
             async with anyio.create_task_group() as group:
 
                 async def cancelled_turn() -> None:
                     arguments = {"task": "slow analysis", "session_id": session_id}
-                    results.append(await host.execute("delegate_acp", arguments, signal=controller.signal))
+                    hooks = RunHooks(on_frame=on_frame)
+                    results.append(await host.execute("delegate_acp", arguments, signal=controller.signal, hooks=hooks))
 
                 group.start_soon(cancelled_turn)
                 await wait_for_log(tmp_path, "prompt", 2)
-                await anyio.sleep(0.2)  # the answer's chunk has streamed
+                await streamed.wait()  # the answer's chunk has streamed
                 controller.cancel("parent changed its mind")
             third = await host.execute("delegate_acp", {"task": "summarise", "session_id": session_id}, signal=signal)
     (cancelled,) = results
