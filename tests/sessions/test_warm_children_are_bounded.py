@@ -59,7 +59,9 @@ async def test_a_short_idle_time_leaves_no_child_after_it_passes(tmp_path: Path)
         async with Host.open(config, parent_cwd=str(tmp_path)) as host:
             first = await host.execute("delegate_acp", {"task": "one"}, signal=signal)
             warm_right_after = len(live_agents())
-            await anyio.sleep(1.5)
+            with anyio.move_on_after(10):  # the 300 ms idle time, then the ladder; bounded, not a blind sleep
+                while live_agents():
+                    await anyio.sleep(0.05)
             after_idle = len(live_agents())
             arguments = {"task": "two", "session_id": first.to_json()["value"]["session_id"]}
             second = await host.execute("delegate_acp", arguments, signal=signal)
