@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from host import CancelController, Host
+from tests._provider_helpers import wait_until_gone
 from tests.sessions._helpers import (
     PROCESS_TIMEOUT_S,
     echo_of,
@@ -60,8 +61,7 @@ async def test_a_short_idle_time_leaves_no_child_after_it_passes(tmp_path: Path)
             first = await host.execute("delegate_acp", {"task": "one"}, signal=signal)
             warm_right_after = len(live_agents())
             with anyio.move_on_after(10):  # the 300 ms idle time, then the ladder; bounded, not a blind sleep
-                while live_agents():
-                    await anyio.sleep(0.05)
+                await wait_until_gone(echo_of(first)[0])
             after_idle = len(live_agents())
             arguments = {"task": "two", "session_id": first.to_json()["value"]["session_id"]}
             second = await host.execute("delegate_acp", arguments, signal=signal)
