@@ -25,7 +25,7 @@ from host.process import enrol
 from host.workspace._baseline import Baseline, Repository
 from host.workspace._changes import Changes, read_changes
 from host.workspace._git import RepoLocks, git
-from host.workspace._store import open_patch_file, write_changes_file
+from host.workspace._store import open_patch_file, remove_run_files, write_changes_file
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -231,6 +231,40 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
     # Plumbing, not `git commit`: commit re-reads and refreshes the whole index (as costly as `add -A` on a large
     # tree, bench/worktree.py); write-tree + commit-tree + update-ref write only the new objects and the ref.
     tree = (await git(["write-tree"], cwd=cwd)).stdout.decode("ascii").strip()
+    base_tree = workspace.baseline.tree
+    if tree == base_tree:  # nothing differs from the baseline: no diff to read, only the branch to settle
+        await _commit_turn(workspace, tree, run_id, locks)
+        workspace.changed = False
+        return None
+    # The written tree is the worktree as it is, so both diffs read baseline tree → tree and need not wait for the
+    # commit: the three git chains run side by side (bench/worktree.py: the delta's wall time).
+    found: list[Changes] = []
+
+    async def read_counts() -> None:
+        found.append(
+            await read_changes(cwd, base_tree, tree, branch=workspace.branch, base_commit=workspace.baseline.commit)
+        )
+
+    fd = open_patch_file(runs_dir, run_id)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_commit_turn, workspace, tree, run_id, locks)
+            group.start_soon(read_counts)
+            group.start_soon(_write_patch, cwd, base_tree, tree, fd)
+    finally:
+        os.close(fd)
+    changes = found[0]
+    workspace.changed = bool(changes.files)
+    if not workspace.changed:  # a tree that differs only in what a diff does not show (never in practice)
+        remove_run_files(runs_dir, run_id)
+        return None
+    write_changes_file(runs_dir, run_id, workspace.repo.toplevel, changes)
+    return changes
+
+
+async def _commit_turn(workspace: Workspace, tree: str, run_id: str, locks: RepoLocks) -> None:
+    """Commit ``tree`` on the worktree's HEAD when it differs, and keep the run's branch at the final commit."""
+    cwd = workspace.path
     head_tree = (await git(["rev-parse", "HEAD^{tree}"], cwd=cwd)).stdout.decode("ascii").strip()
     if tree != head_tree:  # else the child committed everything itself, or changed nothing
         message = _TURN_MESSAGE.format(run_id=run_id)
@@ -240,23 +274,10 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
         final = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
         async with locks.hold(workspace.repo.common_dir):
             await git(["update-ref", "-m", "subagent-host turn", "refs/heads/" + workspace.branch, final], cwd=cwd)
-    changes = await read_changes(
-        cwd, workspace.baseline.tree, "HEAD", branch=workspace.branch, base_commit=workspace.baseline.commit
-    )
-    workspace.changed = bool(changes.files)
-    if not workspace.changed:
-        return None
-    fd = open_patch_file(runs_dir, run_id)
-    try:
-        await git(
-            ["diff-tree", "-p", "--binary", "--full-index", "-M", workspace.baseline.tree, "HEAD"],
-            cwd=cwd,
-            stdout_fd=fd,
-        )
-    finally:
-        os.close(fd)
-    write_changes_file(runs_dir, run_id, workspace.repo.toplevel, changes)
-    return changes
+
+
+async def _write_patch(cwd: str, base_tree: str, tree: str, fd: int) -> None:
+    await git(["diff-tree", "-p", "--binary", "--full-index", "-M", base_tree, tree], cwd=cwd, stdout_fd=fd)
 
 
 def _head_ref(worktree: str) -> str:
