@@ -3,8 +3,10 @@
 Run as a script (``[sys.executable, "-I", "-S", <this file>]``); it imports only the standard library and reads no
 environment variable, so nothing in the host's environment can script it. It speaks newline-delimited JSON-RPC 2.0
 on stdin/stdout: ``initialize`` and ``session/new`` are answered, a ``session/prompt`` gets its concatenated text
-blocks back as one ``agent_message_chunk`` and then ``end_turn``, any other request gets "Method not found", and
-stdin EOF exits 0. Lines are split in linear time, so a task of tens of MiB costs one pass over its bytes.
+blocks back as one ``agent_message_chunk`` and then ``end_turn``, ``session/resume`` of an id it minted (the shape
+``echo-<32 hex>``) succeeds (an echo has no context to lose, so a session continues across processes), any other
+request gets "Method not found", and stdin EOF exits 0. Lines are split in linear time, so a task of tens of MiB
+costs one pass over its bytes.
 
 It starts on every run of the built-in provider, so at run time it imports only ``json`` and ``os`` (``typing`` is
 the type checker's alone), and it exits without interpreter teardown: everything it says is written unbuffered.
@@ -29,9 +31,12 @@ JsonObject = dict[str, object]
 
 _READ_SIZE: Final = 1 << 20
 _METHOD_NOT_FOUND: Final = -32601
+_RESOURCE_NOT_FOUND: Final = -32002
 _AGENT_CAPABILITIES: Final[JsonObject] = {
-    "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False}
+    "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+    "sessionCapabilities": {"resume": {}},
 }
+_HEX: Final = frozenset("0123456789abcdef")
 
 
 def _lines(fd: int) -> Iterator[bytes]:
@@ -69,11 +74,25 @@ def _prompt_text(prompt: object) -> str:
     return "".join(parts)
 
 
+def _is_echo_session(session_id: object) -> bool:
+    return (
+        isinstance(session_id, str)
+        and len(session_id) == 37
+        and session_id.startswith("echo-")
+        and _HEX.issuperset(session_id[5:])
+    )
+
+
 def _answer(request_id: object, method: str, params: JsonObject) -> None:
     if method == "initialize":
         result: JsonObject = {"protocolVersion": 1, "agentCapabilities": _AGENT_CAPABILITIES, "authMethods": []}
     elif method == "session/new":
         result = {"sessionId": f"echo-{os.urandom(16).hex()}"}
+    elif method == "session/resume":
+        if not _is_echo_session(params.get("sessionId")):
+            _send({"id": request_id, "error": {"code": _RESOURCE_NOT_FOUND, "message": "Session not found"}})
+            return
+        result = {}
     elif method == "session/prompt":
         session_id = params.get("sessionId")
         content = {"type": "text", "text": _prompt_text(params.get("prompt"))}
