@@ -116,7 +116,7 @@ async def test_json_startup_rejection_prints_the_safe_message(tmp_path: Path) ->
 
 async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_124(tmp_path: Path) -> None:
     entry = acp_entry(MOCK_HANG="1", MOCK_TEXT="partial")
-    entry["timeout_ms"] = 300
+    entry["timeout_ms"] = 3000
     config = write_config(tmp_path, {"acp": entry})
     with anyio.fail_after(CLI_TIMEOUT_S):
         done = await run_cli("--config", str(config), "--json", "x", cwd=tmp_path)
@@ -128,9 +128,9 @@ async def test_json_timeout_prints_the_aborted_run_with_tool_timeout_and_exits_1
         "stop_reason": "aborted",
         "output": [{"type": "text", "text": "partial"}],
         "error_code": "TOOL_TIMEOUT",
-        "error": "tool call timed out after 300ms",
+        "error": "tool call timed out after 3000ms",
         "cause": "timeout",
-        "hints": ["providers.acp timeout_ms = 300; raise it or pass --timeout-ms N"],
+        "hints": ["providers.acp timeout_ms = 3000; raise it or pass --timeout-ms N"],
     }
     assert_snapshot("cli", "tool_timeout", data)
 
