@@ -3,8 +3,12 @@
 Each actor runs its own ``Host`` on the node (a long ``serve`` call owns it; each ``run`` call hands it one item), so
 the teardown ladder and the keeper run there and nothing an item started survives it (the keeper ends a finished
 run's ``setsid()``-ed leftovers, which Ray's own process-group cleanup misses, and its final sweep what is left when
-the host closes). The actor collects each run's records through ``on_record`` and returns them with the outcome;
-the driver writes them into ``OUTDIR/runs/``. Ray's retries are off (``max_restarts=0``, ``max_task_retries=0``):
+the host closes). That host records into the node's worker state directory (``worker_state_dir``), so a run leaves
+there what it leaves in ``OUTDIR/runs/`` locally (transcript, stderr tail, a worktree run's patch and changes file;
+its worktree is made from the repository at the item's ``cwd`` on the node and its branch lives there). The actor
+returns those files with the outcome and the driver writes them into ``OUTDIR/runs/``, streaming large ones
+(``host.batch._run_files``). An item whose ``cwd`` the node cannot see ends with ``error_code``
+``CWD_NOT_ON_NODE``. Ray's retries are off (``max_restarts=0``, ``max_task_retries=0``):
 retries are the batch's own. Stopping cancels the actor calls (an async actor's call is an asyncio task, so the
 cancel reaches the host's scopes and its shielded ladder), waits ``cancel_grace_s`` for them, then kills the actors.
 Ray is imported only when a batch runs here (the ``[ray]`` extra).
@@ -19,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -30,10 +35,14 @@ from host._host import Host
 from host.batch._attempt import ItemOutcome, ItemPlan, run_item
 from host.batch._executor import BatchJob, Executor
 from host.batch._local import DEFAULT_WORKERS
+from host.batch._results import RESULT_SCHEMA
+from host.batch._run_files import RunFile, collect_run_files, read_chunk, remove_run_files, store_run_files
 from host.cancel import CancelController
 from host.config import EntryConfig, HostConfig
+from host.records import resolve_state_dir
+from host.workspace import Workspaces
 
-__all__ = ["CANCEL_GRACE_S", "RAY_MISSING", "RayExecutor"]
+__all__ = ["CANCEL_GRACE_S", "CWD_NOT_ON_NODE", "RAY_MISSING", "WORKER_STATE_SUBDIR", "RayExecutor", "worker_state_dir"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +53,19 @@ _HOST_CLOSE_TIMEOUT_S: Final = 30.0
 """Bounds how long the end of a batch waits for the slots' hosts to close before the actors are killed."""
 _POLL_S: Final = 0.25
 """How often the driver looks at the stop signal while it waits for results."""
+_FETCH_TIMEOUT_S: Final = 120.0
+"""Bounds each call that streams a chunk of a large run file from a worker (or removes it there)."""
+CWD_NOT_ON_NODE: Final = "CWD_NOT_ON_NODE"
+"""The ``error_code`` of an item whose ``cwd`` is not a directory on the worker's node (a remote cluster)."""
+WORKER_STATE_SUBDIR: Final = "batch-workers"
+"""Under the node's state directory: where the Ray workers' hosts record their runs and make their worktrees."""
+
+
+def worker_state_dir() -> Path:
+    """The state directory of the hosts of Ray workers on this node: ``<state dir>/batch-workers`` (the node's
+    ``$SUBAGENT_HOST_STATE_DIR`` or user state directory). One per node, shared by every worker, so a later worker
+    reclaims the worktree of a killed one; a run's files leave it once the driver has them."""
+    return resolve_state_dir() / WORKER_STATE_SUBDIR
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +109,25 @@ class _Request:
     outcome: ItemOutcome | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _SlotOutcome:
+    """What a ``run`` call returns: the item's outcome and the files its runs left on the node."""
+
+    outcome: ItemOutcome
+    files: tuple[RunFile, ...] = ()
+
+
 class BatchSlot:
     """One worker slot (a Ray async actor): ``serve`` owns the slot's ``Host`` for the whole batch, each ``run``
-    call hands it one item and returns the outcome with the records of its runs."""
+    call hands it one item and returns the outcome with the files of its runs (``read_chunk`` and ``drop_files``
+    serve the large ones)."""
 
     def __init__(self, parts: _ConfigParts) -> None:
         self._config = parts.config()
+        self._state_dir = worker_state_dir()
+        self._runs_dir = self._state_dir / "runs"
         self._requests: MemoryObjectSendStream[_Request] | None = None
         self._ready: anyio.Event | None = None
-        self._records: dict[str, list[dict[str, Any]]] = {}
 
     async def ready(self) -> bool:
         """Answers once the actor is up (the driver calls it before ``serve``; the loop is the actor's own)."""
@@ -109,22 +141,25 @@ class BatchSlot:
         send, receive = anyio.create_memory_object_stream[_Request](1)
         try:
             async with (
-                Host.open(self._config, parent_cwd=_cwd_of, on_record=self._on_record) as host,
+                Host.open(self._config, parent_cwd=_cwd_of, state_dir=self._state_dir) as host,
                 anyio.create_task_group() as group,
                 receive,
             ):
+                workspaces = Workspaces(self._state_dir)  # the host's own worktree store (same state directory)
                 self._requests = send
                 self._ready.set()
                 async for request in receive:
-                    group.start_soon(self._run, host, request)
+                    group.start_soon(self._run, host, workspaces, request)
         finally:
             self._requests = None
             self._ready.set()  # a host that failed to open fails every run instead of hanging it
 
-    async def run(self, plan: ItemPlan) -> ItemOutcome:
+    async def run(self, plan: ItemPlan) -> _SlotOutcome:
         """Run ``plan`` on the slot's host; Ray's cancel of this call stops the item (its full ladder) first."""
         assert self._ready is not None, "ready() first"
         await self._ready.wait()
+        if not await anyio.Path(plan.cwd).is_dir():
+            return _SlotOutcome(_not_on_node(plan))
         if self._requests is None:
             raise RuntimeError("the slot's host is not open")
         request = _Request(plan)
@@ -137,17 +172,28 @@ class BatchSlot:
                 await request.done.wait()
             raise
         assert request.outcome is not None
-        records = tuple((run_id, record) for run_id in request.run_ids for record in self._records.pop(run_id, []))
-        return ItemOutcome(plan.item.id, request.outcome.line, records)
+        files = await anyio.to_thread.run_sync(collect_run_files, self._runs_dir, request.run_ids)
+        return _SlotOutcome(request.outcome, files)
 
-    async def _run(self, host: Host, request: _Request) -> None:
+    async def read_chunk(self, name: str, offset: int) -> bytes:
+        """The next piece of a large run file the last ``run`` returned (empty at its end)."""
+        return await anyio.to_thread.run_sync(read_chunk, self._runs_dir, name, offset)
+
+    async def drop_files(self, names: list[str]) -> None:
+        """Remove large run files from the node once the driver has them."""
+        await anyio.to_thread.run_sync(remove_run_files, self._runs_dir, names)
+
+    async def _run(self, host: Host, workspaces: Workspaces, request: _Request) -> None:
         try:
-            request.outcome = await run_item(host, request.plan, request.stop.signal, on_run=request.run_ids.append)
+            request.outcome = await run_item(
+                host,
+                request.plan,
+                request.stop.signal,
+                on_run=request.run_ids.append,
+                discard_changes=workspaces.delete_branches,
+            )
         finally:
             request.done.set()
-
-    def _on_record(self, run_id: str, record: dict[str, Any]) -> None:
-        self._records.setdefault(run_id, []).append(record)
 
 
 class RayExecutor(Executor):
@@ -268,10 +314,14 @@ class _Dispatch:
                 ready = await anyio.to_thread.run_sync(self._wait_ready)
                 for ref in ready:
                     actor, plan = self._inflight.pop(ref)
-                    outcome = await anyio.to_thread.run_sync(self._get, ref, plan)
-                    if outcome is None:
+                    returned = await anyio.to_thread.run_sync(self._get, ref, plan)
+                    if returned is None:
                         outcome = ItemOutcome(plan.item.id, None)
                         actor = None if job.stop.cancelled else await anyio.to_thread.run_sync(self._replacement)
+                    else:
+                        outcome = returned.outcome
+                        with anyio.CancelScope(shield=True):  # the files of a finished item are written whole
+                            await anyio.to_thread.run_sync(self._store, actor, returned)
                     if actor is not None:
                         idle.append(actor)
                     await job.deliver(outcome)
@@ -298,7 +348,29 @@ class _Dispatch:
             ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
         return ready
 
-    def _get(self, ref: Any, plan: ItemPlan) -> ItemOutcome | None:
+    def _store(self, actor: Any, returned: _SlotOutcome) -> None:
+        """Write the files an item's runs left on the node into ``OUTDIR/runs/`` (large ones streamed), then have
+        the large ones removed there. A failure is logged: the item's result line is still written."""
+        ray = self._ray
+        streamed = [run_file.name for run_file in returned.files if run_file.data is None]
+
+        def fetch(name: str, offset: int) -> bytes:
+            chunk = ray.get(actor.read_chunk.remote(name, offset), timeout=_FETCH_TIMEOUT_S)
+            assert isinstance(chunk, bytes)
+            return chunk
+
+        try:
+            store_run_files(self._job.state_dir / "runs", returned.files, fetch)
+            if streamed:
+                ray.get(actor.drop_files.remote(streamed), timeout=_FETCH_TIMEOUT_S)
+        except (OSError, ValueError, ray.exceptions.RayError):
+            logger.warning(
+                'subagent-host: copying the run files of item "%s" from its worker failed',
+                returned.outcome.item_id,
+                exc_info=True,
+            )
+
+    def _get(self, ref: Any, plan: ItemPlan) -> _SlotOutcome | None:
         """The call's outcome; ``None`` when it was cancelled or its actor died (no result: a resume runs it)."""
         ray = self._ray
         try:
@@ -308,8 +380,15 @@ class _Dispatch:
         except ray.exceptions.RayTaskError:
             logger.exception('subagent-host: the Ray call of item "%s" failed', plan.item.id)
             return None
-        assert isinstance(outcome, ItemOutcome)
+        assert isinstance(outcome, _SlotOutcome)
         return outcome
+
+
+def _not_on_node(plan: ItemPlan) -> ItemOutcome:
+    """The result of an item whose ``cwd`` is not a directory on the worker's node: nothing ran."""
+    line: dict[str, Any] = {"schema": RESULT_SCHEMA, "id": plan.item.id, "run_id": None, "provider": plan.provider}
+    line.update(stop_reason="error", output=[], error_code=CWD_NOT_ON_NODE, duration_ms=0, attempts=1)
+    return ItemOutcome(plan.item.id, line)
 
 
 def _cwd_of(agent: object | None) -> str | None:
