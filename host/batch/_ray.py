@@ -23,7 +23,6 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -36,13 +35,19 @@ from host.batch._attempt import ItemOutcome, ItemPlan, run_item
 from host.batch._executor import BatchJob, Executor
 from host.batch._local import DEFAULT_WORKERS
 from host.batch._results import RESULT_SCHEMA
-from host.batch._run_files import RunFile, collect_run_files, read_chunk, remove_run_files, store_run_files
+from host.batch._run_files import (
+    RunFile,
+    collect_run_files,
+    read_chunk,
+    remove_run_files,
+    store_run_files,
+    worker_state_dir,
+)
 from host.cancel import CancelController
 from host.config import EntryConfig, HostConfig
-from host.records import resolve_state_dir
 from host.workspace import Workspaces
 
-__all__ = ["CANCEL_GRACE_S", "CWD_NOT_ON_NODE", "RAY_MISSING", "WORKER_STATE_SUBDIR", "RayExecutor", "worker_state_dir"]
+__all__ = ["CANCEL_GRACE_S", "CWD_NOT_ON_NODE", "RAY_MISSING", "RayExecutor"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,15 +62,6 @@ _FETCH_TIMEOUT_S: Final = 120.0
 """Bounds each call that streams a chunk of a large run file from a worker (or removes it there)."""
 CWD_NOT_ON_NODE: Final = "CWD_NOT_ON_NODE"
 """The ``error_code`` of an item whose ``cwd`` is not a directory on the worker's node (a remote cluster)."""
-WORKER_STATE_SUBDIR: Final = "batch-workers"
-"""Under the node's state directory: where the Ray workers' hosts record their runs and make their worktrees."""
-
-
-def worker_state_dir() -> Path:
-    """The state directory of the hosts of Ray workers on this node: ``<state dir>/batch-workers`` (the node's
-    ``$SUBAGENT_HOST_STATE_DIR`` or user state directory). One per node, shared by every worker, so a later worker
-    reclaims the worktree of a killed one; a run's files leave it once the driver has them."""
-    return resolve_state_dir() / WORKER_STATE_SUBDIR
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +124,8 @@ class BatchSlot:
         self._runs_dir = self._state_dir / "runs"
         self._requests: MemoryObjectSendStream[_Request] | None = None
         self._ready: anyio.Event | None = None
+        self._current: _Request | None = None
+        """The item running now (the driver hands a slot one at a time): its runs are the ones the host records."""
 
     async def ready(self) -> bool:
         """Answers once the actor is up (the driver calls it before ``serve``; the loop is the actor's own)."""
@@ -141,7 +139,9 @@ class BatchSlot:
         send, receive = anyio.create_memory_object_stream[_Request](1)
         try:
             async with (
-                Host.open(self._config, parent_cwd=_cwd_of, state_dir=self._state_dir) as host,
+                Host.open(
+                    self._config, parent_cwd=_cwd_of, state_dir=self._state_dir, on_record=self._on_record
+                ) as host,
                 anyio.create_task_group() as group,
                 receive,
             ):
@@ -162,7 +162,7 @@ class BatchSlot:
             return _SlotOutcome(_not_on_node(plan))
         if self._requests is None:
             raise RuntimeError("the slot's host is not open")
-        request = _Request(plan)
+        request = self._current = _Request(plan)
         self._requests.send_nowait(request)
         try:
             await request.done.wait()
@@ -183,13 +183,18 @@ class BatchSlot:
         """Remove large run files from the node once the driver has them."""
         await anyio.to_thread.run_sync(remove_run_files, self._runs_dir, names)
 
+    def _on_record(self, run_id: str, record: dict[str, Any]) -> None:
+        """Every run of the current item, a start that failed before its first frame included."""
+        current = self._current
+        if record.get("type") == "run/start" and current is not None and run_id not in current.run_ids:
+            current.run_ids.append(run_id)
+
     async def _run(self, host: Host, workspaces: Workspaces, request: _Request) -> None:
         try:
             request.outcome = await run_item(
                 host,
                 request.plan,
                 request.stop.signal,
-                on_run=request.run_ids.append,
                 discard_changes=workspaces.delete_branches,
             )
         finally:

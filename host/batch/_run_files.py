@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from host.records import resolve_state_dir
+
 __all__ = [
     "CHUNK_BYTES",
     "INLINE_FILE_BYTES",
@@ -28,6 +30,7 @@ __all__ = [
     "read_chunk",
     "remove_run_files",
     "store_run_files",
+    "worker_state_dir",
 ]
 
 INLINE_FILE_BYTES: Final = 1 << 20
@@ -37,6 +40,17 @@ CHUNK_BYTES: Final = 4 << 20
 RUN_FILE_SUFFIXES: Final = (".jsonl", ".stderr", ".patch", ".changes.json")
 _RUN_FILE: Final = re.compile(r"[A-Za-z0-9_-]{1,128}(?:\.jsonl|\.stderr|\.patch|\.changes\.json)")
 """A run file's name: a host-minted run id (no slash, no dot) and one of the suffixes above."""
+WORKER_STATE_SUBDIR: Final = "batch-workers"
+"""Under the node's state directory: where the Ray workers' hosts record their runs and make their worktrees."""
+
+
+def worker_state_dir() -> Path:
+    """The state directory of the hosts of Ray workers on this node: ``<state dir>/batch-workers`` (the node's
+    ``$SUBAGENT_HOST_STATE_DIR`` or user state directory). One per node, shared by every worker, so a later worker
+    reclaims the worktree of a killed one; a run's files leave it once the driver has them."""
+    return resolve_state_dir() / WORKER_STATE_SUBDIR
+
+
 _FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
 
