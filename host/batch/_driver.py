@@ -275,9 +275,23 @@ def _resolved(items: Sequence[BatchItem], names: list[str], default: str | None)
 
 
 def _open_results(outdir: str | os.PathLike[str]) -> tuple[Path, ResultsFile]:
+    """Create ``outdir`` (0700), or make an existing one and its ``runs/`` private (0700); open ``results.jsonl``."""
     state_dir = Path(os.path.abspath(os.fspath(outdir)))
     try:
         state_dir.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BatchInputError(f"cannot use {state_dir}: {exc.strerror or type(exc).__name__}") from exc
+    for directory in (state_dir, state_dir / "runs"):
+        try:
+            if os.stat(directory).st_mode & 0o777 != _DIR_MODE:
+                os.chmod(directory, _DIR_MODE)
+        except FileNotFoundError:
+            continue  # runs/ is created (0700) with the first record
+        except OSError as exc:
+            raise BatchInputError(
+                f"cannot make {directory} private (0700): {exc.strerror or type(exc).__name__}"
+            ) from exc
+    try:
         return state_dir, ResultsFile.open(state_dir)
     except OSError as exc:
         raise BatchInputError(f"cannot use {state_dir}: {exc.strerror or type(exc).__name__}") from exc
