@@ -3,15 +3,14 @@
 Each actor runs its own ``Host`` on the node (a long ``serve`` call owns it; each ``run`` call hands it one item), so
 the teardown ladder and the keeper run there and nothing an item started survives it (the keeper ends a finished
 run's ``setsid()``-ed leftovers, which Ray's own process-group cleanup misses, and its final sweep what is left when
-the host closes). That host records into the node's worker state directory (``worker_state_dir``), so a run leaves
-there what it leaves in ``OUTDIR/runs/`` locally (transcript, stderr tail, a worktree run's patch and changes file;
-its worktree is made from the repository at the item's ``cwd`` on the node and its branch lives there). The actor
-returns those files with the outcome and the driver writes them into ``OUTDIR/runs/``, streaming large ones
-(``host.batch._run_files``). An item whose ``cwd`` the node cannot see ends with ``error_code``
-``CWD_NOT_ON_NODE``. Ray's retries are off (``max_restarts=0``, ``max_task_retries=0``):
-retries are the batch's own. Stopping cancels the actor calls (an async actor's call is an asyncio task, so the
-cancel reaches the host's scopes and its shielded ladder), waits ``cancel_grace_s`` for them, then kills the actors.
-Ray is imported only when a batch runs here (the ``[ray]`` extra).
+the host closes; the actor is ``BatchSlot``, in ``_ray_slot``). That host records into the node's worker state
+directory, so a run leaves there what it leaves in ``OUTDIR/runs/`` locally (a worktree is made from the repository
+at the item's ``cwd`` on the node; its branch lives there); the driver copies those files into ``OUTDIR/runs/``
+(``_run_files``). An item whose ``cwd`` the node cannot see ends with ``error_code`` ``CWD_NOT_ON_NODE``. Ray's
+retries are off (``max_restarts=0``, ``max_task_retries=0``): retries are the batch's own. Stopping cancels the
+actor calls (an async actor's call is an asyncio task, so the cancel reaches the host's scopes and its shielded
+ladder), waits ``cancel_grace_s`` for them, then kills the actors. Ray is imported only when a batch runs here
+(the ``[ray]`` extra).
 """
 
 from __future__ import annotations
@@ -22,37 +21,21 @@ import logging
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Final
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from host._exceptions import BatchInputError
-from host._host import Host
-from host.batch._attempt import ItemOutcome, ItemPlan, run_item
+from host.batch._attempt import ItemOutcome, ItemPlan
 from host.batch._executor import BatchJob, Executor
 from host.batch._local import DEFAULT_WORKERS
-from host.batch._results import RESULT_SCHEMA
-from host.batch._run_files import (
-    RunFile,
-    collect_run_files,
-    read_chunk,
-    remove_run_files,
-    store_run_files,
-    worker_state_dir,
-)
-from host.cancel import CancelController
-from host.config import EntryConfig, HostConfig
-from host.workspace import Workspaces
+from host.batch._ray_slot import CANCEL_GRACE_S, CWD_NOT_ON_NODE, BatchSlot, ConfigParts, SlotOutcome
+from host.batch._run_files import store_run_files
 
 __all__ = ["CANCEL_GRACE_S", "CWD_NOT_ON_NODE", "RAY_MISSING", "RayExecutor"]
 
 logger = logging.getLogger(__name__)
 
-CANCEL_GRACE_S: Final = 30.0
-"""After a stop, how long cancelled actor calls get to tear their runs down before the actors are killed."""
 RAY_MISSING: Final = "--executor ray needs Ray: pip install 'subagent-host[ray]'"
 _HOST_CLOSE_TIMEOUT_S: Final = 30.0
 """Bounds how long the end of a batch waits for the slots' hosts to close before the actors are killed."""
@@ -60,145 +43,6 @@ _POLL_S: Final = 0.25
 """How often the driver looks at the stop signal while it waits for results."""
 _FETCH_TIMEOUT_S: Final = 120.0
 """Bounds each call that streams a chunk of a large run file from a worker (or removes it there)."""
-CWD_NOT_ON_NODE: Final = "CWD_NOT_ON_NODE"
-"""The ``error_code`` of an item whose ``cwd`` is not a directory on the worker's node (a remote cluster)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _ConfigParts:
-    """A ``HostConfig`` as plain picklable parts (its mapping proxies are not)."""
-
-    providers: dict[str, EntryConfig]
-    source: str
-    keep_runs: int
-    max_finished_jobs: int
-    max_finished_job_output_bytes: int
-
-    @classmethod
-    def of(cls, config: HostConfig) -> _ConfigParts:
-        return cls(
-            dict(config.providers),
-            config.source,
-            config.keep_runs,
-            config.max_finished_jobs,
-            config.max_finished_job_output_bytes,
-        )
-
-    def config(self) -> HostConfig:
-        return HostConfig(
-            providers=MappingProxyType(self.providers),
-            source=self.source,
-            keep_runs=self.keep_runs,
-            max_finished_jobs=self.max_finished_jobs,
-            max_finished_job_output_bytes=self.max_finished_job_output_bytes,
-        )
-
-
-@dataclass(slots=True)
-class _Request:
-    """One item handed from an actor call (``run``) to the slot's host (``serve``)."""
-
-    plan: ItemPlan
-    stop: CancelController = field(default_factory=CancelController)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    run_ids: list[str] = field(default_factory=list[str])
-    outcome: ItemOutcome | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _SlotOutcome:
-    """What a ``run`` call returns: the item's outcome and the files its runs left on the node."""
-
-    outcome: ItemOutcome
-    files: tuple[RunFile, ...] = ()
-
-
-class BatchSlot:
-    """One worker slot (a Ray async actor): ``serve`` owns the slot's ``Host`` for the whole batch, each ``run``
-    call hands it one item and returns the outcome with the files of its runs (``read_chunk`` and ``drop_files``
-    serve the large ones)."""
-
-    def __init__(self, parts: _ConfigParts) -> None:
-        self._config = parts.config()
-        self._state_dir = worker_state_dir()
-        self._runs_dir = self._state_dir / "runs"
-        self._requests: MemoryObjectSendStream[_Request] | None = None
-        self._ready: anyio.Event | None = None
-        self._current: _Request | None = None
-        """The item running now (the driver hands a slot one at a time): its runs are the ones the host records."""
-
-    async def ready(self) -> bool:
-        """Answers once the actor is up (the driver calls it before ``serve``; the loop is the actor's own)."""
-        if self._ready is None:
-            self._ready = anyio.Event()
-        return True
-
-    async def serve(self) -> None:
-        """Open the slot's host and run every item handed to it, until Ray cancels this call."""
-        assert self._ready is not None, "ready() first"
-        send, receive = anyio.create_memory_object_stream[_Request](1)
-        try:
-            async with (
-                Host.open(
-                    self._config, parent_cwd=_cwd_of, state_dir=self._state_dir, on_record=self._on_record
-                ) as host,
-                anyio.create_task_group() as group,
-                receive,
-            ):
-                workspaces = Workspaces(self._state_dir)  # the host's own worktree store (same state directory)
-                self._requests = send
-                self._ready.set()
-                async for request in receive:
-                    group.start_soon(self._run, host, workspaces, request)
-        finally:
-            self._requests = None
-            self._ready.set()  # a host that failed to open fails every run instead of hanging it
-
-    async def run(self, plan: ItemPlan) -> _SlotOutcome:
-        """Run ``plan`` on the slot's host; Ray's cancel of this call stops the item (its full ladder) first."""
-        assert self._ready is not None, "ready() first"
-        await self._ready.wait()
-        if not await anyio.Path(plan.cwd).is_dir():
-            return _SlotOutcome(_not_on_node(plan))
-        if self._requests is None:
-            raise RuntimeError("the slot's host is not open")
-        request = self._current = _Request(plan)
-        self._requests.send_nowait(request)
-        try:
-            await request.done.wait()
-        except anyio.get_cancelled_exc_class():
-            request.stop.cancel("the Ray call was cancelled")
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE_S):
-                await request.done.wait()
-            raise
-        assert request.outcome is not None
-        files = await anyio.to_thread.run_sync(collect_run_files, self._runs_dir, request.run_ids)
-        return _SlotOutcome(request.outcome, files)
-
-    async def read_chunk(self, name: str, offset: int) -> bytes:
-        """The next piece of a large run file the last ``run`` returned (empty at its end)."""
-        return await anyio.to_thread.run_sync(read_chunk, self._runs_dir, name, offset)
-
-    async def drop_files(self, names: list[str]) -> None:
-        """Remove large run files from the node once the driver has them."""
-        await anyio.to_thread.run_sync(remove_run_files, self._runs_dir, names)
-
-    def _on_record(self, run_id: str, record: dict[str, Any]) -> None:
-        """Every run of the current item, a start that failed before its first frame included."""
-        current = self._current
-        if record.get("type") == "run/start" and current is not None and run_id not in current.run_ids:
-            current.run_ids.append(run_id)
-
-    async def _run(self, host: Host, workspaces: Workspaces, request: _Request) -> None:
-        try:
-            request.outcome = await run_item(
-                host,
-                request.plan,
-                request.stop.signal,
-                discard_changes=workspaces.delete_branches,
-            )
-        finally:
-            request.done.set()
 
 
 class RayExecutor(Executor):
@@ -274,7 +118,7 @@ class _Dispatch:
         self._ray = ray
         self._job = job
         self._slot = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0, max_concurrency=2)(BatchSlot)
-        self._parts = ray.put(_ConfigParts.of(job.config))
+        self._parts = ray.put(ConfigParts.of(job.config))
         self._count = min(workers, len(job.plans))
         self._cancel_grace_s = cancel_grace_s
         self._actors: list[Any] = []
@@ -353,7 +197,7 @@ class _Dispatch:
             ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
         return ready
 
-    def _store(self, actor: Any, returned: _SlotOutcome) -> None:
+    def _store(self, actor: Any, returned: SlotOutcome) -> None:
         """Write the files an item's runs left on the node into ``OUTDIR/runs/`` (large ones streamed), then have
         the large ones removed there. A failure is logged: the item's result line is still written."""
         ray = self._ray
@@ -369,13 +213,10 @@ class _Dispatch:
             if streamed:
                 ray.get(actor.drop_files.remote(streamed), timeout=_FETCH_TIMEOUT_S)
         except (OSError, ValueError, ray.exceptions.RayError):
-            logger.warning(
-                'subagent-host: copying the run files of item "%s" from its worker failed',
-                returned.outcome.item_id,
-                exc_info=True,
-            )
+            item_id = returned.outcome.item_id
+            logger.warning('subagent-host: copying the run files of item "%s" failed', item_id, exc_info=True)
 
-    def _get(self, ref: Any, plan: ItemPlan) -> _SlotOutcome | None:
+    def _get(self, ref: Any, plan: ItemPlan) -> SlotOutcome | None:
         """The call's outcome; ``None`` when it was cancelled or its actor died (no result: a resume runs it)."""
         ray = self._ray
         try:
@@ -385,16 +226,5 @@ class _Dispatch:
         except ray.exceptions.RayTaskError:
             logger.exception('subagent-host: the Ray call of item "%s" failed', plan.item.id)
             return None
-        assert isinstance(outcome, _SlotOutcome)
+        assert isinstance(outcome, SlotOutcome)
         return outcome
-
-
-def _not_on_node(plan: ItemPlan) -> ItemOutcome:
-    """The result of an item whose ``cwd`` is not a directory on the worker's node: nothing ran."""
-    line: dict[str, Any] = {"schema": RESULT_SCHEMA, "id": plan.item.id, "run_id": None, "provider": plan.provider}
-    line.update(stop_reason="error", output=[], error_code=CWD_NOT_ON_NODE, duration_ms=0, attempts=1)
-    return ItemOutcome(plan.item.id, line)
-
-
-def _cwd_of(agent: object | None) -> str | None:
-    return agent if isinstance(agent, str) else None
