@@ -107,8 +107,9 @@ async def test_a_worktree_batch_on_ray_has_the_local_outdir_and_its_patches_appl
     shown = await host_cli("runs", "show", "--state-dir", str(outdir), big_run, "--patch", cwd=tmp_path)
     assert shown.returncode == 0 and shown.stdout == big_patch
     # The worker's node keeps nothing of these runs once the driver has their files.
-    node_runs = worker_state_dir() / "runs"
-    left = [path.name for path in node_runs.iterdir()] if node_runs.is_dir() else []
+    node_runs = worker_state_dir() / "runs"  # the workers inherited the suite's SUBAGENT_HOST_STATE_DIR
+    assert node_runs.is_dir()
+    left = [path.name for path in node_runs.iterdir()]
     assert not [name for name in left if any(name.startswith(line["run_id"]) for line in ray_lines.values())]
     # runs apply --state-dir OUTDIR applies a Ray item's patch to the user's repository.
     for item_id in ("two", "big"):
@@ -175,3 +176,31 @@ async def test_an_item_whose_cwd_the_node_cannot_see_ends_with_a_closed_error(tm
         "attempts": 1,
     }
     assert lines["here"]["stop_reason"] == "completed" and "changes" not in lines["here"]  # no edits: no branch
+
+
+async def test_a_retried_worktree_item_on_ray_keeps_only_its_last_attempts_changes(
+    tmp_path: Path, ray_cluster: str
+) -> None:
+    del ray_cluster
+    repo = make_repo(tmp_path / "repo")
+    edit = fs_ops(["write", "a.txt", "edited then crashed\n"])
+    config = load_config(write_config(tmp_path, {"agent": _marked(MOCK_FS_OPS=edit, MOCK_CRASH_AFTER_CHUNK="1")}))
+    outdir = tmp_path / "out"
+    with anyio.fail_after(90):
+        async with open_batch(
+            [BatchItem(id="only", task="edit", workspace="worktree")],
+            outdir=outdir,
+            config=config,
+            cwd=repo,
+            executor=RayExecutor(1),
+            retries=2,
+            retry_backoff_s=0.01,
+        ) as run:
+            [line] = [result.line async for result in run]
+    assert line["attempts"] == 3 and "category: process-exit" in line["diagnostic"]
+    # Every attempt's record came back; only the last attempt's branch, patch and changes file were kept.
+    assert len(list((outdir / "runs").glob("*.jsonl"))) == 3
+    assert our_branches(repo) == [line["changes"]["branch"]]
+    assert [path.name for path in (outdir / "runs").glob("*.patch")] == [f"{line['run_id']}.patch"]
+    assert len(list((outdir / "runs").glob("*.changes.json"))) == 1
+    assert worktree_paths(repo) == [str(repo)]
