@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The project, its test dependencies and every optional extra the tests exercise (the test extra pulls in [ray]
-# for tests/batch/test_batch_ray.py, which starts one local Ray cluster per session).
+# for the Ray tests of tests/batch/, which share one local Ray cluster per session: tests/batch/conftest.py).
 python -m pip install -q -e '.[test]'
 
 # The real MCP parents that tests/server/test_real_parent_sees_answer.py drives through `serve`, pinned, into the

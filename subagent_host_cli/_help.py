@@ -168,12 +168,13 @@ BATCH_EPILOG: Final = (
     """\
 input: one JSON object per line: {"id": "<unique>", "task": "<text>", "provider"?: "<entry>", "cwd"?: "<dir>",
 "label"?: "<text>", "timeout_ms"?: <int>, "workspace"?: "shared" | "worktree"}; blank lines are skipped. A bad
-line, a duplicate id or an unknown provider fails with exit 2 before anything runs. Worktree items (--executor
-local only) keep their changes under OUTDIR: `subagent-host runs apply --state-dir OUTDIR RUN_ID` applies one.
+line, a duplicate id or an unknown provider fails with exit 2 before anything runs. Worktree items keep their
+changes under OUTDIR (on Ray too; the branch lives in the repository on the worker's node): `subagent-host runs
+apply --state-dir OUTDIR RUN_ID` applies one.
 
 output, under OUTDIR (the batch's state directory: `subagent-host runs list --state-dir OUTDIR` works):
   results.jsonl  one line per finished item, appended as it finishes (a resume skips the ids it holds)
-  runs/          every item's run record
+  runs/          every item's run record, stderr tail, and a worktree run's patch and changes file
   summary.json   counts by stop reason, durations, failed ids with diagnostics, wall time
 
 exit status:

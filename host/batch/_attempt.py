@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio
@@ -76,8 +76,6 @@ class ItemOutcome:
     item_id: str
     line: dict[str, Any] | None
     """The result line (``None`` when interrupted)."""
-    records: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
-    """``(run_id, record)`` of every run of the item, when the executor's worker collected them (Ray)."""
 
     @property
     def interrupted(self) -> bool:

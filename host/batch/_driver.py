@@ -2,9 +2,9 @@
 
 Everything that can be wrong with the input is found before anything runs (``BatchInputError``). Then the
 driver opens ``results.jsonl`` (resume: ids with a line are skipped unless ``redo_existing``), hands the rest to
-the executor, and for each outcome writes the run records it carries (Ray), appends the result line, counts it
-and yields it. ``BatchRun.stop`` starts nothing more and cancels the running items (no line for them). Leaving the
-block stops what is still running and always writes ``summary.json``.
+the executor, and for each outcome appends the result line, counts it and yields it (the executor has put the
+item's run files in ``OUTDIR/runs/``). ``BatchRun.stop`` starts nothing more and cancels the running items (no
+line for them). Leaving the block stops what is still running and always writes ``summary.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from host.batch._results import DoneItem, ResultsFile
 from host.batch._summary import BatchSummary, write_summary
 from host.cancel import CancelController
 from host.config import AcpEntryConfig, EntryConfig, HostConfig, load_config
-from host.records import KEEP_EVERY_RUN, write_run_records
+from host.records import KEEP_EVERY_RUN
 
 __all__ = ["BatchResult", "BatchRun", "HintsOf", "open_batch"]
 
@@ -108,7 +108,8 @@ async def open_batch(
         workspace: the workspace of items that set none (default: each entry's ``workspace``). ``worktree`` runs
             each such item in a git worktree of its own; its changes are kept under ``outdir`` (the patch in
             ``runs/<run_id>.patch``, a ``subagent-host/<run_id>`` branch) and its result line carries ``changes``.
-            Worktree items need the local executor (a remote worker's worktree store is not ``outdir``).
+            On Ray the worktree is made from the repository at the item's ``cwd`` on the worker's node (its branch
+            lives there) and the patch and changes file are copied into ``outdir``.
         redo_existing: run ids that already have a result line again.
         item_slice: ``START:STOP`` over the valid items.
         hints_of: adds ``hints`` to a result line.
@@ -140,7 +141,6 @@ async def open_batch(
         backoff_s=retry_backoff_s,
         workspace=workspace,
     )
-    _check_worktrees_run_locally(plans, executor)
     job_config = _job_config(config, {plan.provider for plan in plans}, permission, items)
     state_dir, results = _open_results(outdir)
     started = time.monotonic()
@@ -229,8 +229,6 @@ class _Writer:
 
     async def deliver(self, outcome: ItemOutcome) -> None:
         self._run.running -= 1
-        if outcome.records:
-            write_run_records(self._state_dir, outcome.records)
         line = outcome.line
         if line is None:
             return
@@ -277,9 +275,23 @@ def _resolved(items: Sequence[BatchItem], names: list[str], default: str | None)
 
 
 def _open_results(outdir: str | os.PathLike[str]) -> tuple[Path, ResultsFile]:
+    """Create ``outdir`` (0700), or make an existing one and its ``runs/`` private (0700); open ``results.jsonl``."""
     state_dir = Path(os.path.abspath(os.fspath(outdir)))
     try:
         state_dir.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BatchInputError(f"cannot use {state_dir}: {exc.strerror or type(exc).__name__}") from exc
+    for directory in (state_dir, state_dir / "runs"):
+        try:
+            if os.stat(directory).st_mode & 0o777 != _DIR_MODE:
+                os.chmod(directory, _DIR_MODE)
+        except FileNotFoundError:
+            continue  # runs/ is created (0700) with the first record
+        except OSError as exc:
+            raise BatchInputError(
+                f"cannot make {directory} private (0700): {exc.strerror or type(exc).__name__}"
+            ) from exc
+    try:
         return state_dir, ResultsFile.open(state_dir)
     except OSError as exc:
         raise BatchInputError(f"cannot use {state_dir}: {exc.strerror or type(exc).__name__}") from exc
@@ -319,16 +331,6 @@ def _plans(
             )
         )
     return plans
-
-
-def _check_worktrees_run_locally(plans: Sequence[ItemPlan], executor: Executor) -> None:
-    """Worktree items keep their changes in the batch's state directory, which only the local executor's host
-    writes to (a Ray worker's host has its own state directory on its node)."""
-    if isinstance(executor, LocalExecutor):
-        return
-    for plan in plans:
-        if plan.workspace == "worktree":
-            raise BatchInputError(f'item "{plan.item.id}" runs in a worktree, which needs --executor local')
 
 
 def _job_config(config: HostConfig, used: set[str], permission: str | None, items: Sequence[BatchItem]) -> HostConfig:

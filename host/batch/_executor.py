@@ -3,8 +3,9 @@
 The driver hands an executor a ``BatchJob``; the executor runs the items with its own concurrency, calls
 ``on_start`` as each item starts and awaits ``deliver`` with each ``ItemOutcome`` (so a slow consumer slows it
 down), stops starting items once ``stop`` fires, lets the items already running see ``stop`` (their runs are torn
-down through the full ladder) and returns once every item it started has an outcome. Where it runs the host, it
-must record every run under ``state_dir`` (locally) or hand the records back with the outcome (remotely).
+down through the full ladder) and returns once every item it started has an outcome. Every run's files (transcript,
+stderr tail, a worktree run's patch and changes file) must be in ``state_dir/runs/`` before its outcome is
+delivered: a host here records there; a remote worker's files are copied there (``RayExecutor``).
 """
 
 from __future__ import annotations

@@ -3,11 +3,14 @@
 Each actor runs its own ``Host`` on the node (a long ``serve`` call owns it; each ``run`` call hands it one item), so
 the teardown ladder and the keeper run there and nothing an item started survives it (the keeper ends a finished
 run's ``setsid()``-ed leftovers, which Ray's own process-group cleanup misses, and its final sweep what is left when
-the host closes). The actor collects each run's records through ``on_record`` and returns them with the outcome;
-the driver writes them into ``OUTDIR/runs/``. Ray's retries are off (``max_restarts=0``, ``max_task_retries=0``):
-retries are the batch's own. Stopping cancels the actor calls (an async actor's call is an asyncio task, so the
-cancel reaches the host's scopes and its shielded ladder), waits ``cancel_grace_s`` for them, then kills the actors.
-Ray is imported only when a batch runs here (the ``[ray]`` extra).
+the host closes; the actor is ``BatchSlot``, in ``_ray_slot``). That host records into the node's worker state
+directory, so a run leaves there what it leaves in ``OUTDIR/runs/`` locally (a worktree is made from the repository
+at the item's ``cwd`` on the node; its branch lives there); the driver copies those files into ``OUTDIR/runs/``
+(``_run_files``). An item whose ``cwd`` the node cannot see ends with ``error_code`` ``CWD_NOT_ON_NODE``. Ray's
+retries are off (``max_restarts=0``, ``max_task_retries=0``): retries are the batch's own. Stopping cancels the
+actor calls (an async actor's call is an asyncio task, so the cancel reaches the host's scopes and its shielded
+ladder), waits ``cancel_grace_s`` for them, then kills the actors. Ray is imported only when a batch runs here
+(the ``[ray]`` extra).
 """
 
 from __future__ import annotations
@@ -18,136 +21,28 @@ import logging
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Final
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from host._exceptions import BatchInputError
-from host._host import Host
-from host.batch._attempt import ItemOutcome, ItemPlan, run_item
+from host.batch._attempt import ItemOutcome, ItemPlan
 from host.batch._executor import BatchJob, Executor
 from host.batch._local import DEFAULT_WORKERS
-from host.cancel import CancelController
-from host.config import EntryConfig, HostConfig
+from host.batch._ray_slot import CANCEL_GRACE_S, CWD_NOT_ON_NODE, BatchSlot, ConfigParts, SlotOutcome
+from host.batch._run_files import store_run_files
 
-__all__ = ["CANCEL_GRACE_S", "RAY_MISSING", "RayExecutor"]
+__all__ = ["CANCEL_GRACE_S", "CWD_NOT_ON_NODE", "RAY_MISSING", "RayExecutor"]
 
 logger = logging.getLogger(__name__)
 
-CANCEL_GRACE_S: Final = 30.0
-"""After a stop, how long cancelled actor calls get to tear their runs down before the actors are killed."""
 RAY_MISSING: Final = "--executor ray needs Ray: pip install 'subagent-host[ray]'"
 _HOST_CLOSE_TIMEOUT_S: Final = 30.0
 """Bounds how long the end of a batch waits for the slots' hosts to close before the actors are killed."""
 _POLL_S: Final = 0.25
 """How often the driver looks at the stop signal while it waits for results."""
-
-
-@dataclass(frozen=True, slots=True)
-class _ConfigParts:
-    """A ``HostConfig`` as plain picklable parts (its mapping proxies are not)."""
-
-    providers: dict[str, EntryConfig]
-    source: str
-    keep_runs: int
-    max_finished_jobs: int
-    max_finished_job_output_bytes: int
-
-    @classmethod
-    def of(cls, config: HostConfig) -> _ConfigParts:
-        return cls(
-            dict(config.providers),
-            config.source,
-            config.keep_runs,
-            config.max_finished_jobs,
-            config.max_finished_job_output_bytes,
-        )
-
-    def config(self) -> HostConfig:
-        return HostConfig(
-            providers=MappingProxyType(self.providers),
-            source=self.source,
-            keep_runs=self.keep_runs,
-            max_finished_jobs=self.max_finished_jobs,
-            max_finished_job_output_bytes=self.max_finished_job_output_bytes,
-        )
-
-
-@dataclass(slots=True)
-class _Request:
-    """One item handed from an actor call (``run``) to the slot's host (``serve``)."""
-
-    plan: ItemPlan
-    stop: CancelController = field(default_factory=CancelController)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    run_ids: list[str] = field(default_factory=list[str])
-    outcome: ItemOutcome | None = None
-
-
-class BatchSlot:
-    """One worker slot (a Ray async actor): ``serve`` owns the slot's ``Host`` for the whole batch, each ``run``
-    call hands it one item and returns the outcome with the records of its runs."""
-
-    def __init__(self, parts: _ConfigParts) -> None:
-        self._config = parts.config()
-        self._requests: MemoryObjectSendStream[_Request] | None = None
-        self._ready: anyio.Event | None = None
-        self._records: dict[str, list[dict[str, Any]]] = {}
-
-    async def ready(self) -> bool:
-        """Answers once the actor is up (the driver calls it before ``serve``; the loop is the actor's own)."""
-        if self._ready is None:
-            self._ready = anyio.Event()
-        return True
-
-    async def serve(self) -> None:
-        """Open the slot's host and run every item handed to it, until Ray cancels this call."""
-        assert self._ready is not None, "ready() first"
-        send, receive = anyio.create_memory_object_stream[_Request](1)
-        try:
-            async with (
-                Host.open(self._config, parent_cwd=_cwd_of, on_record=self._on_record) as host,
-                anyio.create_task_group() as group,
-                receive,
-            ):
-                self._requests = send
-                self._ready.set()
-                async for request in receive:
-                    group.start_soon(self._run, host, request)
-        finally:
-            self._requests = None
-            self._ready.set()  # a host that failed to open fails every run instead of hanging it
-
-    async def run(self, plan: ItemPlan) -> ItemOutcome:
-        """Run ``plan`` on the slot's host; Ray's cancel of this call stops the item (its full ladder) first."""
-        assert self._ready is not None, "ready() first"
-        await self._ready.wait()
-        if self._requests is None:
-            raise RuntimeError("the slot's host is not open")
-        request = _Request(plan)
-        self._requests.send_nowait(request)
-        try:
-            await request.done.wait()
-        except anyio.get_cancelled_exc_class():
-            request.stop.cancel("the Ray call was cancelled")
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE_S):
-                await request.done.wait()
-            raise
-        assert request.outcome is not None
-        records = tuple((run_id, record) for run_id in request.run_ids for record in self._records.pop(run_id, []))
-        return ItemOutcome(plan.item.id, request.outcome.line, records)
-
-    async def _run(self, host: Host, request: _Request) -> None:
-        try:
-            request.outcome = await run_item(host, request.plan, request.stop.signal, on_run=request.run_ids.append)
-        finally:
-            request.done.set()
-
-    def _on_record(self, run_id: str, record: dict[str, Any]) -> None:
-        self._records.setdefault(run_id, []).append(record)
+_FETCH_TIMEOUT_S: Final = 120.0
+"""Bounds each call that streams a chunk of a large run file from a worker (or removes it there)."""
 
 
 class RayExecutor(Executor):
@@ -223,7 +118,7 @@ class _Dispatch:
         self._ray = ray
         self._job = job
         self._slot = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0, max_concurrency=2)(BatchSlot)
-        self._parts = ray.put(_ConfigParts.of(job.config))
+        self._parts = ray.put(ConfigParts.of(job.config))
         self._count = min(workers, len(job.plans))
         self._cancel_grace_s = cancel_grace_s
         self._actors: list[Any] = []
@@ -268,10 +163,14 @@ class _Dispatch:
                 ready = await anyio.to_thread.run_sync(self._wait_ready)
                 for ref in ready:
                     actor, plan = self._inflight.pop(ref)
-                    outcome = await anyio.to_thread.run_sync(self._get, ref, plan)
-                    if outcome is None:
+                    returned = await anyio.to_thread.run_sync(self._get, ref, plan)
+                    if returned is None:
                         outcome = ItemOutcome(plan.item.id, None)
                         actor = None if job.stop.cancelled else await anyio.to_thread.run_sync(self._replacement)
+                    else:
+                        outcome = returned.outcome
+                        with anyio.CancelScope(shield=True):  # the files of a finished item are written whole
+                            await anyio.to_thread.run_sync(self._store, actor, returned)
                     if actor is not None:
                         idle.append(actor)
                     await job.deliver(outcome)
@@ -298,7 +197,26 @@ class _Dispatch:
             ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
         return ready
 
-    def _get(self, ref: Any, plan: ItemPlan) -> ItemOutcome | None:
+    def _store(self, actor: Any, returned: SlotOutcome) -> None:
+        """Write the files an item's runs left on the node into ``OUTDIR/runs/`` (large ones streamed), then have
+        the large ones removed there. A failure is logged: the item's result line is still written."""
+        ray = self._ray
+        streamed = [run_file.name for run_file in returned.files if run_file.data is None]
+
+        def fetch(name: str, offset: int) -> bytes:
+            chunk = ray.get(actor.read_chunk.remote(name, offset), timeout=_FETCH_TIMEOUT_S)
+            assert isinstance(chunk, bytes)
+            return chunk
+
+        try:
+            store_run_files(self._job.state_dir / "runs", returned.files, fetch)
+            if streamed:
+                ray.get(actor.drop_files.remote(streamed), timeout=_FETCH_TIMEOUT_S)
+        except (OSError, ValueError, ray.exceptions.RayError):
+            item_id = returned.outcome.item_id
+            logger.warning('subagent-host: copying the run files of item "%s" failed', item_id, exc_info=True)
+
+    def _get(self, ref: Any, plan: ItemPlan) -> SlotOutcome | None:
         """The call's outcome; ``None`` when it was cancelled or its actor died (no result: a resume runs it)."""
         ray = self._ray
         try:
@@ -308,9 +226,5 @@ class _Dispatch:
         except ray.exceptions.RayTaskError:
             logger.exception('subagent-host: the Ray call of item "%s" failed', plan.item.id)
             return None
-        assert isinstance(outcome, ItemOutcome)
+        assert isinstance(outcome, SlotOutcome)
         return outcome
-
-
-def _cwd_of(agent: object | None) -> str | None:
-    return agent if isinstance(agent, str) else None

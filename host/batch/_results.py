@@ -50,7 +50,7 @@ class ResultsFile:
 
     @classmethod
     def open(cls, outdir: Path) -> ResultsFile:
-        """Open (or create, 0600) ``outdir/results.jsonl`` for appending, lock it and cut a torn last line.
+        """Open (or create) ``outdir/results.jsonl`` for appending, make it 0600, lock it and cut a torn last line.
 
         Raises:
             ResultsLockedError: another batch has it open.
@@ -67,6 +67,7 @@ class ResultsFile:
             os.close(fd)
             raise
         try:
+            os.fchmod(fd, _FILE_MODE)  # a file of an earlier batch, or one the operator made, becomes private too
             _cut_torn_tail(fd)
         except OSError:
             os.close(fd)

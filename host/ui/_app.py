@@ -27,7 +27,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from host.records import TranscriptTail
-from host.ui._batches import find_batches, load_batch
+from host.ui._batches import ResultsCache, find_batches, load_batch
 from host.ui._index import RunFilter, RunIndex
 from host.ui._pages import (
     batch_page,
@@ -130,6 +130,7 @@ async def _set_cookie_and_redirect(scope: Scope, query: dict[str, str], token: s
 def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token: str | None) -> ASGIApp:
     """The dashboard over ``state_dir``; ``allowed_hosts=None`` accepts any Host (a token is then required)."""
     index = RunIndex(state_dir)
+    results = ResultsCache()  # a refresh of a batch's pages reads only what its results.jsonl gained
     static = {name: (resources.files("host.ui") / "static" / name).read_bytes() for name in _STATIC}
 
     def filters_of(request: Request) -> dict[str, str | None]:
@@ -140,7 +141,7 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
     def run_filter(filters: dict[str, str | None]) -> RunFilter:
         run_ids = None
         if filters["batch"]:
-            view = load_batch(state_dir, filters["batch"])
+            view = load_batch(state_dir, filters["batch"], results)
             run_ids = view.run_ids if view is not None else frozenset[str]()
         return RunFilter(filters["provider"], filters["status"], filters["session"], run_ids, filters["q"])
 
@@ -206,7 +207,7 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
         return HTMLResponse(batches_page(await anyio.to_thread.run_sync(find_batches, state_dir)))
 
     async def batch(request: Request) -> Response:
-        view = await anyio.to_thread.run_sync(load_batch, state_dir, request.query_params.get("name", ""))
+        view = await anyio.to_thread.run_sync(load_batch, state_dir, request.query_params.get("name", ""), results)
         if view is None:
             return HTMLResponse(not_found_page("no batch has this name"), status_code=404)
         return HTMLResponse(batch_page(view))

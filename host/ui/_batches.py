@@ -6,6 +6,11 @@ read (a line being appended is left for the next read), and an id's last line wi
 second one); ``summary.json`` (written when the batch starts and again when it ends) adds the total and the wall
 time. A batch is running while its driver holds the ``flock`` on ``results.jsonl``. Nothing outside the state
 directory is ever read: the names come from listing it.
+
+A page refresh does not re-read ``results.jsonl``: ``ResultsCache`` keeps each batch's parsed items (the few fields
+the page shows, never the output) keyed by the file's inode, size and ``mtime_ns``. An unchanged file is not read; a
+file that grew (same inode) is read from the end of its last whole line only; a replaced or shrunk file is read
+again. It holds the ``_CACHED_BATCHES`` batches used last (an LRU), so its memory stays bounded.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
@@ -20,13 +27,15 @@ from typing import Any, Final, cast
 from host.records import transcript_in_progress
 from host.ui._index import read_records_from
 
-__all__ = ["BatchView", "find_batches", "load_batch"]
+__all__ = ["BatchView", "ResultsCache", "find_batches", "load_batch"]
 
 RESULTS_FILE: Final = "results.jsonl"
 SUMMARY_FILE: Final = "summary.json"
 _MAX_RESULTS_BYTES: Final = 256 * 1024 * 1024
 """A larger ``results.jsonl`` is read up to this bound."""
 _HISTOGRAM_BINS: Final = 12
+_CACHED_BATCHES: Final = 8
+"""How many batches' parsed results ``ResultsCache`` keeps (the ones used last)."""
 _SLOWEST: Final = 10
 
 
@@ -65,32 +74,55 @@ def find_batches(state_dir: Path) -> list[str]:
     return sorted(names)
 
 
-def load_batch(state_dir: Path, name: str) -> BatchView | None:
-    """The batch called ``name`` (one of ``find_batches``), or ``None`` when there is no such batch."""
+@dataclass(slots=True)
+class _Parsed:
+    """One ``results.jsonl`` as far as it was read: its identity then, and its items by id (last line wins)."""
+
+    inode: int
+    size: int
+    mtime_ns: int
+    consumed: int
+    """The offset just past the last whole line read."""
+    items: dict[str, dict[str, Any]]
+
+
+class ResultsCache:
+    """The parsed results of the batches read last (thread-safe: the pages load batches in worker threads)."""
+
+    def __init__(self, max_batches: int = _CACHED_BATCHES) -> None:
+        self._max_batches = max_batches
+        self._parsed: OrderedDict[Path, _Parsed] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def items(self, path: Path) -> list[dict[str, Any]]:
+        """The items of ``path`` (a ``results.jsonl``), reading only what changed since the last call."""
+        with self._lock:
+            parsed = _refreshed(path, self._parsed.pop(path, None))
+            if parsed is None:
+                return []
+            self._parsed[path] = parsed
+            while len(self._parsed) > self._max_batches:
+                self._parsed.popitem(last=False)
+            return list(parsed.items.values())
+
+
+def load_batch(state_dir: Path, name: str, cache: ResultsCache | None = None) -> BatchView | None:
+    """The batch called ``name`` (one of ``find_batches``), or ``None`` when there is no such batch; ``cache`` keeps
+    its parsed results between calls."""
     if name not in find_batches(state_dir):
         return None
     directory = state_dir if name == "." else state_dir / name
-    results = list({_text(line.get("id")) or "?": line for line in _read_results(directory / RESULTS_FILE)}.values())
+    results = (cache if cache is not None else ResultsCache(1)).items(directory / RESULTS_FILE)
     summary = _read_summary(directory / SUMMARY_FILE)
     counts: dict[str, int] = {}
     durations: list[tuple[int, dict[str, Any]]] = []
     failed: list[dict[str, Any]] = []
     run_ids: set[str] = set()
-    for line in results:
-        stop_reason = _text(line.get("stop_reason")) or "unknown"
+    for item in results:
+        stop_reason, run_id, duration = item["stop_reason"], item["run_id"], item["duration_ms"]
         counts[stop_reason] = counts.get(stop_reason, 0) + 1
-        run_id = _text(line.get("run_id"))
         if run_id:
             run_ids.add(run_id)
-        duration = _int(line.get("duration_ms"))
-        item: dict[str, Any] = {
-            "id": _text(line.get("id")) or "?",
-            "run_id": run_id,
-            "stop_reason": stop_reason,
-            "duration_ms": duration,
-            "diagnostic": _text(line.get("diagnostic")),
-            "error_code": _text(line.get("error_code")),
-        }
         if duration is not None:
             durations.append((duration, item))
         if stop_reason != "completed":
@@ -111,14 +143,47 @@ def load_batch(state_dir: Path, name: str) -> BatchView | None:
     )
 
 
-def _read_results(path: Path) -> list[dict[str, Any]]:
+def _refreshed(path: Path, parsed: _Parsed | None) -> _Parsed | None:
+    """``parsed`` brought up to date with the file (``None``: it cannot be read)."""
     try:
         with open(path, "rb") as file:
-            data = file.read(_MAX_RESULTS_BYTES)
+            stat = os.fstat(file.fileno())
+            if parsed is not None and (parsed.inode, parsed.size, parsed.mtime_ns) == (
+                stat.st_ino,
+                stat.st_size,
+                stat.st_mtime_ns,
+            ):
+                return parsed
+            grown = (
+                parsed is not None
+                and parsed.inode == stat.st_ino
+                and stat.st_size >= parsed.size
+                and (parsed.consumed == 0 or os.pread(file.fileno(), 1, parsed.consumed - 1) == b"\n")
+            )
+            if not grown or parsed is None:
+                parsed = _Parsed(stat.st_ino, 0, 0, 0, {})
+            file.seek(parsed.consumed)
+            data = file.read(max(0, _MAX_RESULTS_BYTES - parsed.consumed))
     except OSError:
-        return []
-    records, _ = read_records_from(data)
-    return records
+        return None
+    records, consumed = read_records_from(data)
+    for line in records:
+        item = _item(line)
+        parsed.items[item["id"]] = item
+    parsed.size, parsed.mtime_ns, parsed.consumed = stat.st_size, stat.st_mtime_ns, parsed.consumed + consumed
+    return parsed
+
+
+def _item(line: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows of a result line (never its output)."""
+    return {
+        "id": _text(line.get("id")) or "?",
+        "run_id": _text(line.get("run_id")),
+        "stop_reason": _text(line.get("stop_reason")) or "unknown",
+        "duration_ms": _int(line.get("duration_ms")),
+        "diagnostic": _text(line.get("diagnostic")),
+        "error_code": _text(line.get("error_code")),
+    }
 
 
 def _read_summary(path: Path) -> dict[str, Any]:

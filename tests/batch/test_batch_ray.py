@@ -2,17 +2,15 @@
 results of the local shape with the records in ``OUTDIR/runs/``, a Ctrl-C that leaves no process on the node, and
 a worker whose child's ``setsid()`` grandchild does not survive the item.
 
-The cluster is started without the suite's process marker (its own processes are not the tests' children); the
-fake agent's entries carry the marker in their ``env``, so the leak check still sees every child and grandchild.
+The cluster is ``ray_cluster`` (this directory's ``conftest.py``); the fake agent's entries carry the suite's process
+marker in their ``env``, so the leak check still sees every child and grandchild on the node.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +28,6 @@ pytestmark = pytest.mark.anyio
 
 # Ray's actor start (a worker process per slot) on a loaded 2-core machine.
 _RAY_BATCH_TIMEOUT_S = 90
-
-
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[str]:
-    """One local cluster for the session; yields its address (for a CLI run to connect to)."""
-    ray: Any = importlib.import_module("ray")
-    marker = os.environ.pop(MARKER_NAME)
-    try:
-        context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    finally:
-        os.environ[MARKER_NAME] = marker
-    try:
-        yield str(context.address_info["address"])
-    finally:
-        ray.shutdown()
 
 
 def _marked(**env: str) -> dict[str, Any]:

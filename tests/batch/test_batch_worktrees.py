@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from host import BatchItem, LocalExecutor, load_config, open_batch
-from host._exceptions import BatchInputError
-from host.batch import RayExecutor
 from tests.batch._helpers import acp_entry, result_lines, run_batch, tasks_file, write_config
 from tests.workspace._helpers import fs_ops, git, host_cli, make_repo, our_branches, user_state, worktree_paths
 
@@ -103,18 +101,3 @@ async def test_a_retried_worktree_item_keeps_only_its_last_attempts_branch(tmp_p
     assert len(list((outdir / "runs").glob("*.changes.json"))) == 1
     assert worktree_paths(repo) == [str(repo)]
     assert not [path for path in (outdir / "worktrees").iterdir() if not path.name.startswith(".")]
-
-
-async def test_worktree_items_need_the_local_executor(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
-    config = load_config(write_config(tmp_path, {"agent": acp_entry()}))
-    with pytest.raises(BatchInputError, match='item "w" runs in a worktree, which needs --executor local'):
-        async with open_batch(
-            [BatchItem(id="s", task="t"), BatchItem(id="w", task="t", workspace="worktree")],
-            outdir=tmp_path / "out",
-            config=config,
-            cwd=repo,
-            executor=RayExecutor(1),
-        ):
-            pass
-    assert not (tmp_path / "out" / "results.jsonl").exists()
