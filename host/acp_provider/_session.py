@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -57,6 +57,19 @@ class SessionSupport:
     load: bool = False
     close: bool = False
     fork: bool = False
+
+    def names(self) -> list[Literal["resume", "load", "close", "fork"]]:
+        """The advertised methods by name."""
+        names: list[Literal["resume", "load", "close", "fork"]] = []
+        if self.resume:
+            names.append("resume")
+        if self.load:
+            names.append("load")
+        if self.close:
+            names.append("close")
+        if self.fork:
+            names.append("fork")
+        return names
 
 
 def _advertised(value: object) -> bool:
@@ -270,6 +283,8 @@ class TurnSession:
             AcpConnectionClosed | AcpResponseError: a session request failed (the run classifies it).
         """
         self._support = session_support_of(initialized)
+        if self._lease is not None:
+            self._lease.advertised(self._support.names())
         opened = await open_session(conn, cwd, self._support, self._lease)
         if isinstance(opened, OpenedSession) and self._lease is not None:
             self._lease.opened(opened.session_id, context_reset=opened.context_reset)

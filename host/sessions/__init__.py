@@ -7,6 +7,7 @@ idle, LRU and TTL rules; a turn is a run that borrows the child through a ``Turn
 
 from __future__ import annotations
 
+from host.sessions._fork import FORK_UNSUPPORTED, fork_unsupported
 from host.sessions._session import Session, TurnLease
 from host.sessions._store import (
     SESSION_ID_BYTES,
@@ -22,6 +23,7 @@ from host.sessions._store import (
 from host.sessions._table import SESSION_WAIT_ABORTED, SessionTable, session_expired
 
 __all__ = [
+    "FORK_UNSUPPORTED",
     "SESSION_ID_BYTES",
     "SESSION_WAIT_ABORTED",
     "Session",
@@ -29,6 +31,7 @@ __all__ = [
     "SessionState",
     "SessionTable",
     "TurnLease",
+    "fork_unsupported",
     "is_session_id",
     "list_session_files",
     "newest_session",

@@ -22,6 +22,7 @@ from host._exceptions import SessionNotFoundError, SessionProviderError, StartAb
 from host.cancel import CancelSignal
 from host.diagnostics import AcpFailureFacts, acp_run_failure, sdk_run_failure
 from host.run._lease import WarmChild
+from host.sessions._fork import check_forkable
 from host.sessions._session import Session, TurnLease
 from host.sessions._store import (
     SessionRecord,
@@ -32,8 +33,8 @@ from host.sessions._store import (
     now,
     read_session_file,
     seconds_since,
-    write_session_file,
 )
+from host.sessions._watch import CLOSE_CHECK_INTERVAL_S, honour_close, stamp_of, write_watched
 
 __all__ = [
     "MAX_COLD_IN_MEMORY",
@@ -102,12 +103,14 @@ class SessionTable:
         Raises:
             SessionNotFoundError: no session has that id (or it expired).
             SessionProviderError: the session belongs to another provider.
+            SessionForkError: the fork source's agent cannot fork (``host.sessions._fork``).
         """
         if session_id is not None:
             return self._lookup(session_id, provider), None
         fork_of: str | None = None
         if fork_session_id is not None:
             source = self._lookup(fork_session_id, provider)
+            check_forkable(source.record)
             fork_of = source.record.agent_session_id
             if fork_of is None:
                 raise session_expired(kind)
@@ -127,12 +130,15 @@ class SessionTable:
 
     def _lookup(self, session_id: str, provider: str) -> Session:
         session = self._sessions.get(session_id)
+        if session is not None:
+            honour_close(self._state_dir, session)  # `sessions close` from another process refuses the call at once
         if session is None and self._state_dir is not None and is_session_id(session_id):
+            stamp = stamp_of(self._state_dir, session_id)
             record = read_session_file(self._state_dir, session_id)
             if record is not None and seconds_since(record.last_used) <= self._ttl_s:
                 if record.state == "warm":
                     record.state = "cold"  # its child belonged to a host that is gone
-                session = Session(record, 0.0)
+                session = Session(record, 0.0, file_stamp=stamp)
                 self._sessions[session_id] = session
         if session is None:
             raise SessionNotFoundError(UNKNOWN_SESSION.format(session_id=session_id))
@@ -160,7 +166,7 @@ class SessionTable:
             session.busy = True
             session.idle_ms = idle_ms
             warm, session.warm = session.warm, None
-            if warm is not None and not warm.alive:
+            if warm is not None and (not warm.alive or session.record.state == "closed"):
                 self._cool_child(warm)
                 warm = None
             lease = TurnLease(session, fork_of=fork_of, if_lost_new=if_lost_new, warm=warm)
@@ -270,10 +276,10 @@ class SessionTable:
                     if session.warm is None or session.busy:
                         continue
                     due = session.idle_since + session.idle_ms / 1000
-                    if due <= current:
+                    if due <= current or honour_close(self._state_dir, session):
                         self._go_cold(session)
                     else:
-                        wake_at = min(wake_at, due)
+                        wake_at = min(wake_at, due, current + CLOSE_CHECK_INTERVAL_S)
                 with anyio.move_on_after(max(0.0, wake_at - current)):
                     await self._wake.wait()
                 self._wake = anyio.Event()
@@ -384,6 +390,6 @@ class SessionTable:
         if self._state_dir is None:
             return
         try:
-            write_session_file(self._state_dir, record)
+            write_watched(self._state_dir, record, self._sessions.get(record.session_id))
         except OSError as exc:
             logger.warning("subagent-host: writing session %s failed: %s", record.session_id, exc.strerror)

@@ -150,7 +150,7 @@ async def test_fork_session_id_starts_a_new_session_with_the_sources_context(tmp
     assert echo_of(forked)[1] == ["base", "branch"]
     assert echo_of(again)[1] == ["base", "main line"]
     assert text_of(refused) == (
-        "Error: subagent-acp: Subagent failure (provider: ACP; stage: new-session; category: protocol)"
+        f'Error: cannot fork session {plain_id}: the agent of provider "plain" does not support forking'
     )
 
 
