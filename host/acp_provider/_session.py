@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 import anyio
+import psutil
 from anyio.abc import TaskGroup
 
 from host._exceptions import AcpConnectionClosed, AcpResponseError, SubagentHostError
@@ -161,6 +162,15 @@ def is_alive(conn: AcpConnection) -> bool:
     return conn.handle.outcome is None and not conn.child.peer.closed
 
 
+def _process_runs(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
 class DetachedPrompt:
     """A session turn's ``session/prompt``, sent from its own task: a local cancel stops the turn's *wait*, not the
     request, so the release can still see the agent's ``cancelled`` answer and keep the session warm. The task ends
@@ -233,8 +243,10 @@ class AcpWarmChild:
 
     @property
     def alive(self) -> bool:
-        """Whether the child still runs and its connection is open."""
-        return is_alive(self.conn)
+        """Whether the child still runs and its connection is open. A child that died since its last turn reads as
+        gone at once, even before the host read its EOF (its process state, one ``/proc`` read): the next turn then
+        resumes it cold instead of prompting a dead child."""
+        return is_alive(self.conn) and _process_runs(self.conn.handle.pid)
 
     async def aclose(self) -> None:
         """``session/close`` when advertised (bounded by ``SESSION_CLOSE_TIMEOUT_S``), then the ladder; never
