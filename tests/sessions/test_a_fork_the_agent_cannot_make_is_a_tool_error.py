@@ -125,3 +125,26 @@ async def test_serve_refuses_the_fork_with_the_same_text_through_the_official_cl
     (block,) = refused.content
     assert isinstance(block, types.TextContent)
     assert block.text == _refusal(source_id, "agent")
+
+
+async def test_a_background_fork_is_refused_at_once_or_fails_its_job_with_the_same_text(tmp_path: Path) -> None:
+    signal = CancelController().signal
+    state = tmp_path / "state"
+    config = session_config(tmp_path, acp=session_entry(tmp_path, idle_ms=0))
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
+            source_id = _session_id(await host.execute("delegate_acp", {"task": "base"}, signal=signal))
+            arguments = {"task": "b", "fork_session_id": source_id, "run_in_background": True}
+            known = await host.execute("delegate_acp", arguments, signal=signal)
+        path = state / "sessions" / f"{source_id}.json"
+        older = json.loads(path.read_text())
+        del older["capabilities"]
+        path.write_text(json.dumps(older))
+        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
+            started = await host.execute("delegate_acp", arguments, signal=signal)
+            outcome = await host.wait_job(started.to_json()["value"]["job_id"])
+            left = live_agents()
+    assert text_of(known) == _refusal(source_id, "acp")  # known before any job starts
+    assert outcome.status == "failed"
+    assert outcome.detail == "SessionForkError: " + _refusal(source_id, "acp").removeprefix("Error: ")
+    assert left == []
