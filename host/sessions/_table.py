@@ -237,6 +237,7 @@ class SessionTable:
         """Every known session, newest ``last_used`` first (memory overrides disk)."""
         merged = {record.session_id: record for record in self._disk_records()}
         for session in self._sessions.values():
+            honour_close(self._state_dir, session)  # a close by another process shows at once
             merged[session.id] = session.record
         return sorted(merged.values(), key=lambda record: record.last_used, reverse=True)
 

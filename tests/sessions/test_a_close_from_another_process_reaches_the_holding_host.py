@@ -82,7 +82,7 @@ async def test_serve_takes_the_warm_child_down_after_sessions_close_in_another_p
     assert _state_of(state, session_id) == "closed"
 
 
-async def test_a_call_right_after_the_close_is_refused_and_its_warm_child_goes_down(tmp_path: Path) -> None:
+async def test_the_close_shows_at_once_a_call_is_refused_and_the_warm_child_goes_down(tmp_path: Path) -> None:
     signal = CancelController().signal
     state = tmp_path / "state"
     with anyio.fail_after(PROCESS_TIMEOUT_S):
@@ -90,10 +90,10 @@ async def test_a_call_right_after_the_close_is_refused_and_its_warm_child_goes_d
             first = await host.execute("delegate_acp", {"task": "one"}, signal=signal)
             session_id = first.to_json()["value"]["session_id"]
             _close_elsewhere(state, session_id)
+            listed = await host.execute("session_list", {}, signal=signal)
             refused = await host.execute("delegate_acp", {"task": "two", "session_id": session_id}, signal=signal)
             with anyio.fail_after(CLOSE_BOUND_S):
                 await wait_until_gone(echo_of(first)[0])
-            listed = await host.execute("session_list", {}, signal=signal)
     assert text_of(refused) == EXPIRED
     assert [line.split()[0] for line in session_log(tmp_path)] == ["new", "prompt"]
     assert text_of(listed).startswith(f"{session_id} [acp] closed, 1 turn, last used ")
