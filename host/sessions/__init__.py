@@ -7,7 +7,7 @@ idle, LRU and TTL rules; a turn is a run that borrows the child through a ``Turn
 
 from __future__ import annotations
 
-from host.sessions._fork import FORK_UNSUPPORTED, fork_unsupported
+from host.sessions._refusals import FORK_UNSUPPORTED, fork_unsupported, session_expired
 from host.sessions._session import Session, TurnLease
 from host.sessions._store import (
     SESSION_ID_BYTES,
@@ -20,7 +20,7 @@ from host.sessions._store import (
     sessions_dir,
     write_session_file,
 )
-from host.sessions._table import SESSION_WAIT_ABORTED, SessionTable, session_expired
+from host.sessions._table import SESSION_WAIT_ABORTED, SessionTable
 
 __all__ = [
     "FORK_UNSUPPORTED",

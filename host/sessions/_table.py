@@ -13,16 +13,15 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
 
 from host._exceptions import SessionNotFoundError, SessionProviderError, StartAbortedError, SubagentHostError
 from host.cancel import CancelSignal
-from host.diagnostics import AcpFailureFacts, acp_run_failure, sdk_run_failure
 from host.run._lease import WarmChild
-from host.sessions._fork import check_forkable
+from host.sessions._refusals import Kind, check_forkable, session_expired
 from host.sessions._session import Session, TurnLease
 from host.sessions._store import (
     SessionRecord,
@@ -40,7 +39,6 @@ __all__ = [
     "MAX_COLD_IN_MEMORY",
     "SESSION_WAIT_ABORTED",
     "SessionTable",
-    "session_expired",
 ]
 
 logger = logging.getLogger(__name__)
@@ -51,15 +49,6 @@ SESSION_WAIT_ABORTED: Final = "subagent request was aborted while waiting for it
 _TTL_SWEEP_INTERVAL_S: Final = 86400.0
 MAX_COLD_IN_MEMORY: Final = 1024
 """Without a state directory, how many cold sessions a host keeps resumable (the least recently used go first)."""
-
-Kind = Literal["acp", "dsh-sdk"]
-
-
-def session_expired(kind: Kind) -> SubagentHostError:
-    """The closed ``resume`` / ``session-expired`` failure of a session that cannot be continued."""
-    if kind == "acp":
-        return acp_run_failure(AcpFailureFacts("resume", "session-expired"))
-    return sdk_run_failure("resume", "session-expired")
 
 
 class SessionTable:
@@ -103,7 +92,7 @@ class SessionTable:
         Raises:
             SessionNotFoundError: no session has that id (or it expired).
             SessionProviderError: the session belongs to another provider.
-            SessionForkError: the fork source's agent cannot fork (``host.sessions._fork``).
+            SessionForkError: the fork source's agent cannot fork (``host.sessions._refusals``).
         """
         if session_id is not None:
             return self._lookup(session_id, provider), None

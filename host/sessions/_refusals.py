@@ -1,4 +1,5 @@
-"""Whether a session can be forked, decided before any child is spawned (docs/behaviour.md#sessions-cold-resume).
+"""The closed refusals of a call on a session: ``session-expired``, and a fork decided before any child is spawned
+(docs/behaviour.md#sessions-cold-resume).
 
 A DSH SDK runtime has no fork. An ACP session's file records what its agent advertised at the last handshake
 (``SessionRecord.capabilities``); a source whose agent did not advertise ``session/fork`` is refused here. Where
@@ -8,17 +9,27 @@ error (``host.tools._session_turns``).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
-from host._exceptions import SessionForkError
+from host._exceptions import SessionForkError, SubagentHostError
+from host.diagnostics import AcpFailureFacts, acp_run_failure, sdk_run_failure
 from host.sessions._store import SessionRecord
 
-__all__ = ["FORK_UNSUPPORTED", "check_forkable", "fork_unsupported"]
+__all__ = ["FORK_UNSUPPORTED", "Kind", "check_forkable", "fork_unsupported", "session_expired"]
+
+Kind = Literal["acp", "dsh-sdk"]
 
 FORK_UNSUPPORTED: Final = (
     'cannot fork session {session_id}: the agent of provider "{provider}" does not support forking'
 )
 """The exact text of ``SessionForkError`` (host facts only: a known session id and a configured provider name)."""
+
+
+def session_expired(kind: Kind) -> SubagentHostError:
+    """The closed ``resume`` / ``session-expired`` failure of a session that cannot be continued."""
+    if kind == "acp":
+        return acp_run_failure(AcpFailureFacts("resume", "session-expired"))
+    return sdk_run_failure("resume", "session-expired")
 
 
 def fork_unsupported(session_id: str, provider: str) -> SessionForkError:
