@@ -11,6 +11,7 @@ else the closed ``resume`` / ``session-expired`` failure. Never a silent fresh s
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -163,6 +164,13 @@ def is_alive(conn: AcpConnection) -> bool:
 
 
 def _process_runs(pid: int) -> bool:
+    """``False`` once the child exited, reaped or not. A child of this process is asked with one ``waitid``
+    (``WNOWAIT``: the reaping stays with its watcher); a reaped one, or a pid that is not this process's child, through
+    its ``/proc`` entry (a zombie counts as gone)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        pass
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -244,8 +252,8 @@ class AcpWarmChild:
     @property
     def alive(self) -> bool:
         """Whether the child still runs and its connection is open. A child that died since its last turn reads as
-        gone at once, even before the host read its EOF (its process state, one ``/proc`` read): the next turn then
-        resumes it cold instead of prompting a dead child."""
+        gone at once, even before the host read its EOF (its process state, usually one ``waitid``): the next turn
+        then resumes it cold instead of prompting a dead child."""
         return is_alive(self.conn) and _process_runs(self.conn.handle.pid)
 
     async def aclose(self) -> None:
