@@ -34,7 +34,8 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
         ├── ToolNotFoundError, ToolArgsError, ToolOutputError, ToolTimeoutError
         ├── JobNotFoundError               UNKNOWN_JOB: no background job has that id
         ├── SessionNotFoundError           UNKNOWN_SESSION: no session has that id
-        └── SessionProviderError           SESSION_OTHER_PROVIDER: the session belongs to another provider
+        ├── SessionProviderError           SESSION_OTHER_PROVIDER: the session belongs to another provider
+        └── SessionForkError               SESSION_FORK_UNSUPPORTED: the session's agent cannot fork it
 
 ``JsonRpcError`` is the peer-level name of ``ChildError`` (the peer's own failures are its four kinds above).
 """
@@ -67,6 +68,7 @@ __all__ = [
     "SdkClientError",
     "SdkProtocolError",
     "SdkRunFailure",
+    "SessionForkError",
     "SessionNotFoundError",
     "SessionProviderError",
     "StartAbortedError",
@@ -281,6 +283,13 @@ class SessionProviderError(CodedError):
     """The session belongs to another provider entry than the tool that was called."""
 
     code = "SESSION_OTHER_PROVIDER"
+
+
+class SessionForkError(CodedError):
+    """``fork_session_id`` names a session whose agent does not offer ``session/fork`` (a DSH SDK runtime never
+    does)."""
+
+    code = "SESSION_FORK_UNSUPPORTED"
 
 
 def describe_error(error: BaseException) -> str:

@@ -11,11 +11,13 @@ else the closed ``resume`` / ``session-expired`` failure. Never a silent fresh s
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 import anyio
+import psutil
 from anyio.abc import TaskGroup
 
 from host._exceptions import AcpConnectionClosed, AcpResponseError, SubagentHostError
@@ -57,6 +59,19 @@ class SessionSupport:
     load: bool = False
     close: bool = False
     fork: bool = False
+
+    def names(self) -> list[Literal["resume", "load", "close", "fork"]]:
+        """The advertised methods by name."""
+        names: list[Literal["resume", "load", "close", "fork"]] = []
+        if self.resume:
+            names.append("resume")
+        if self.load:
+            names.append("load")
+        if self.close:
+            names.append("close")
+        if self.fork:
+            names.append("fork")
+        return names
 
 
 def _advertised(value: object) -> bool:
@@ -148,6 +163,22 @@ def is_alive(conn: AcpConnection) -> bool:
     return conn.handle.outcome is None and not conn.child.peer.closed
 
 
+def _process_runs(pid: int) -> bool:
+    """``False`` once the child exited, reaped or not. A child of this process is asked with one ``waitid``
+    (``WNOWAIT``: the reaping stays with its watcher); a reaped one, or a pid that is not this process's child, through
+    its ``/proc`` entry (a zombie counts as gone)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        pass
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
 class DetachedPrompt:
     """A session turn's ``session/prompt``, sent from its own task: a local cancel stops the turn's *wait*, not the
     request, so the release can still see the agent's ``cancelled`` answer and keep the session warm. The task ends
@@ -220,8 +251,10 @@ class AcpWarmChild:
 
     @property
     def alive(self) -> bool:
-        """Whether the child still runs and its connection is open."""
-        return is_alive(self.conn)
+        """Whether the child still runs and its connection is open. A child that died since its last turn reads as
+        gone at once, even before the host read its EOF (its process state, usually one ``waitid``): the next turn
+        then resumes it cold instead of prompting a dead child."""
+        return is_alive(self.conn) and _process_runs(self.conn.handle.pid)
 
     async def aclose(self) -> None:
         """``session/close`` when advertised (bounded by ``SESSION_CLOSE_TIMEOUT_S``), then the ladder; never
@@ -270,6 +303,8 @@ class TurnSession:
             AcpConnectionClosed | AcpResponseError: a session request failed (the run classifies it).
         """
         self._support = session_support_of(initialized)
+        if self._lease is not None:
+            self._lease.advertised(self._support.names())
         opened = await open_session(conn, cwd, self._support, self._lease)
         if isinstance(opened, OpenedSession) and self._lease is not None:
             self._lease.opened(opened.session_id, context_reset=opened.context_reset)

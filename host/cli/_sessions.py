@@ -2,9 +2,9 @@
 
 ``list`` prints one line per session (``--json``: ``{"schema": 1, "sessions": [...]}``), ``show`` prints the session
 and then every turn as ``runs show`` prints a run, and ``close`` marks the session closed (a later ``run --session``
-then ends ``session-expired``). A host process that holds the session warm keeps its child until its own reaper or
-close; the file says ``closed`` from now on, and the next host to read it refuses to continue it. Exit status: 0
-success, 1 no such session, 2 usage error.
+then ends ``session-expired``). A host process that holds the session warm honours the file: its reaper takes the
+child down within ``CLOSE_CHECK_INTERVAL_S`` (1 s) plus the child's close, and a call on the session is refused at
+once (``host.sessions._watch``). Exit status: 0 success, 1 no such session, 2 usage error.
 """
 
 from __future__ import annotations

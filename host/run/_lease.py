@@ -8,7 +8,8 @@ itself, which leaves the session cold. The run layer knows only these protocols;
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Literal, Protocol
 
 __all__ = ["SessionLease", "WarmChild"]
 
@@ -63,6 +64,10 @@ class SessionLease(Protocol):
     @property
     def keep_warm(self) -> bool:
         """Whether the child should stay alive after the turn (the entry's ``session_idle_ms`` is not 0)."""
+        ...
+
+    def advertised(self, capabilities: Iterable[Literal["resume", "load", "close", "fork"]]) -> None:
+        """The run's handshake showed which session methods the agent offers (ACP ``initialize``)."""
         ...
 
     def opened(self, agent_session_id: str, *, context_reset: bool) -> None:

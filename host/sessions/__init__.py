@@ -7,6 +7,7 @@ idle, LRU and TTL rules; a turn is a run that borrows the child through a ``Turn
 
 from __future__ import annotations
 
+from host.sessions._refusals import FORK_UNSUPPORTED, fork_unsupported, session_expired
 from host.sessions._session import Session, TurnLease
 from host.sessions._store import (
     SESSION_ID_BYTES,
@@ -19,9 +20,10 @@ from host.sessions._store import (
     sessions_dir,
     write_session_file,
 )
-from host.sessions._table import SESSION_WAIT_ABORTED, SessionTable, session_expired
+from host.sessions._table import SESSION_WAIT_ABORTED, SessionTable
 
 __all__ = [
+    "FORK_UNSUPPORTED",
     "SESSION_ID_BYTES",
     "SESSION_WAIT_ABORTED",
     "Session",
@@ -29,6 +31,7 @@ __all__ = [
     "SessionState",
     "SessionTable",
     "TurnLease",
+    "fork_unsupported",
     "is_session_id",
     "list_session_files",
     "newest_session",

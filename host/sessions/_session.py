@@ -8,12 +8,13 @@ settled child back (``keep``) or took it down itself. ``finish`` records the tur
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import anyio
 
 from host.run._lease import WarmChild
-from host.sessions._store import SessionRecord
+from host.sessions._store import SessionCapability, SessionRecord
 
 __all__ = ["Session", "TurnLease"]
 
@@ -32,6 +33,8 @@ class Session:
     busy: bool = False
     idle_since: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` when the last turn ended (the idle and LRU clocks)."""
+    file_stamp: tuple[int, int, int] | None = None
+    """The session file's stamp at this host's last write or read (``host.sessions._watch``)."""
 
     @property
     def id(self) -> str:
@@ -50,6 +53,8 @@ class TurnLease:
         self.turn = session.record.turns + 1
         self.context_reset = False
         self.opened_agent_session = False
+        self.fork_refused = False
+        """The handshake showed that the agent cannot fork (this turn's fork fails as ``SessionForkError``)."""
 
     @property
     def session_id(self) -> str:
@@ -80,6 +85,12 @@ class TurnLease:
     def keep_warm(self) -> bool:
         """Whether the child stays alive after the turn."""
         return self._session.idle_ms > 0
+
+    def advertised(self, capabilities: Iterable[SessionCapability]) -> None:
+        """Record the session methods the agent advertised in this turn's handshake (in the session file)."""
+        names = sorted(set(capabilities))
+        self._session.record.capabilities = names
+        self.fork_refused = self._fork_of is not None and "fork" not in names
 
     def opened(self, agent_session_id: str, *, context_reset: bool) -> None:
         """Record the agent session the handshake established."""

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 __all__ = [
     "SESSION_ID_BYTES",
+    "SessionCapability",
     "SessionRecord",
     "SessionState",
     "delete_session_file",
@@ -45,6 +46,7 @@ _DIR_MODE: Final = 0o700
 _FILE_MODE: Final = 0o600
 
 SessionState = Literal["warm", "cold", "closed"]
+SessionCapability = Literal["resume", "load", "close", "fork"]
 
 
 def new_session_id() -> str:
@@ -77,6 +79,9 @@ class SessionRecord(BaseModel):
     turns: int = 0
     state: SessionState = "cold"
     label: str | None = None
+    capabilities: list[SessionCapability] | None = None
+    """The session methods the agent advertised at the session's last handshake (``None``: no handshake recorded
+    one yet, e.g. a file an older host wrote)."""
     runs: list[str] = []
     """The run id of every turn, oldest first."""
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 import anyio
 from anyio.abc import TaskGroup
 
 from host._exceptions import SessionNotFoundError, SessionProviderError, StartAbortedError, SubagentHostError
 from host.cancel import CancelSignal
-from host.diagnostics import AcpFailureFacts, acp_run_failure, sdk_run_failure
 from host.run._lease import WarmChild
+from host.sessions._refusals import Kind, check_forkable, session_expired
 from host.sessions._session import Session, TurnLease
 from host.sessions._store import (
     SessionRecord,
@@ -32,14 +32,13 @@ from host.sessions._store import (
     now,
     read_session_file,
     seconds_since,
-    write_session_file,
 )
+from host.sessions._watch import CLOSE_CHECK_INTERVAL_S, honour_close, stamp_of, write_watched
 
 __all__ = [
     "MAX_COLD_IN_MEMORY",
     "SESSION_WAIT_ABORTED",
     "SessionTable",
-    "session_expired",
 ]
 
 logger = logging.getLogger(__name__)
@@ -50,15 +49,6 @@ SESSION_WAIT_ABORTED: Final = "subagent request was aborted while waiting for it
 _TTL_SWEEP_INTERVAL_S: Final = 86400.0
 MAX_COLD_IN_MEMORY: Final = 1024
 """Without a state directory, how many cold sessions a host keeps resumable (the least recently used go first)."""
-
-Kind = Literal["acp", "dsh-sdk"]
-
-
-def session_expired(kind: Kind) -> SubagentHostError:
-    """The closed ``resume`` / ``session-expired`` failure of a session that cannot be continued."""
-    if kind == "acp":
-        return acp_run_failure(AcpFailureFacts("resume", "session-expired"))
-    return sdk_run_failure("resume", "session-expired")
 
 
 class SessionTable:
@@ -102,12 +92,14 @@ class SessionTable:
         Raises:
             SessionNotFoundError: no session has that id (or it expired).
             SessionProviderError: the session belongs to another provider.
+            SessionForkError: the fork source's agent cannot fork (``host.sessions._refusals``).
         """
         if session_id is not None:
             return self._lookup(session_id, provider), None
         fork_of: str | None = None
         if fork_session_id is not None:
             source = self._lookup(fork_session_id, provider)
+            check_forkable(source.record)
             fork_of = source.record.agent_session_id
             if fork_of is None:
                 raise session_expired(kind)
@@ -127,12 +119,15 @@ class SessionTable:
 
     def _lookup(self, session_id: str, provider: str) -> Session:
         session = self._sessions.get(session_id)
+        if session is not None:
+            honour_close(self._state_dir, session)  # `sessions close` from another process refuses the call at once
         if session is None and self._state_dir is not None and is_session_id(session_id):
+            stamp = stamp_of(self._state_dir, session_id)
             record = read_session_file(self._state_dir, session_id)
             if record is not None and seconds_since(record.last_used) <= self._ttl_s:
                 if record.state == "warm":
                     record.state = "cold"  # its child belonged to a host that is gone
-                session = Session(record, 0.0)
+                session = Session(record, 0.0, file_stamp=stamp)
                 self._sessions[session_id] = session
         if session is None:
             raise SessionNotFoundError(UNKNOWN_SESSION.format(session_id=session_id))
@@ -160,7 +155,7 @@ class SessionTable:
             session.busy = True
             session.idle_ms = idle_ms
             warm, session.warm = session.warm, None
-            if warm is not None and not warm.alive:
+            if warm is not None and (not warm.alive or session.record.state == "closed"):
                 self._cool_child(warm)
                 warm = None
             lease = TurnLease(session, fork_of=fork_of, if_lost_new=if_lost_new, warm=warm)
@@ -231,6 +226,7 @@ class SessionTable:
         """Every known session, newest ``last_used`` first (memory overrides disk)."""
         merged = {record.session_id: record for record in self._disk_records()}
         for session in self._sessions.values():
+            honour_close(self._state_dir, session)  # a close by another process shows at once
             merged[session.id] = session.record
         return sorted(merged.values(), key=lambda record: record.last_used, reverse=True)
 
@@ -270,10 +266,10 @@ class SessionTable:
                     if session.warm is None or session.busy:
                         continue
                     due = session.idle_since + session.idle_ms / 1000
-                    if due <= current:
+                    if due <= current or honour_close(self._state_dir, session):
                         self._go_cold(session)
                     else:
-                        wake_at = min(wake_at, due)
+                        wake_at = min(wake_at, due, current + CLOSE_CHECK_INTERVAL_S)
                 with anyio.move_on_after(max(0.0, wake_at - current)):
                     await self._wake.wait()
                 self._wake = anyio.Event()
@@ -384,6 +380,6 @@ class SessionTable:
         if self._state_dir is None:
             return
         try:
-            write_session_file(self._state_dir, record)
+            write_watched(self._state_dir, record, self._sessions.get(record.session_id))
         except OSError as exc:
             logger.warning("subagent-host: writing session %s failed: %s", record.session_id, exc.strerror)

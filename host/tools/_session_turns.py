@@ -12,11 +12,11 @@ import dataclasses
 from collections.abc import Callable
 from typing import Final
 
-from host._exceptions import SubagentHostError
+from host._exceptions import RunFailure, SubagentHostError
 from host.config import EntryConfig
 from host.diagnostics import SubagentResult
 from host.run._contracts import Provider, SubagentRequest, SubagentRun
-from host.sessions import Session, SessionTable, TurnLease
+from host.sessions import Session, SessionTable, TurnLease, fork_unsupported
 from host.stream import TranscriptEvent
 
 __all__ = [
@@ -87,6 +87,7 @@ def open_session_turn(
 
     Raises:
         SessionNotFoundError | SessionProviderError: the named session is unknown or another provider's.
+        SessionForkError: the fork source's agent is known not to fork (a DSH SDK runtime never does).
         SubagentHostError: a session was named and the host keeps no sessions.
     """
     if sessions is None:
@@ -106,19 +107,30 @@ def open_session_turn(
     )
     if on_session is not None:
         on_session(session.id)
-    return SessionTurn(sessions, session, idle_ms=idle_ms, fork_of=fork_of, if_lost_new=args.if_lost_new)
+    fork_source = args.fork_session_id
+    return SessionTurn(
+        sessions, session, idle_ms=idle_ms, fork_of=fork_of, if_lost_new=args.if_lost_new, fork_source=fork_source
+    )
 
 
 class SessionTurn:
     """One call's turn of ``session`` in ``table``."""
 
     def __init__(
-        self, table: SessionTable, session: Session, *, idle_ms: float, fork_of: str | None, if_lost_new: bool
+        self,
+        table: SessionTable,
+        session: Session,
+        *,
+        idle_ms: float,
+        fork_of: str | None,
+        if_lost_new: bool,
+        fork_source: str | None = None,
     ) -> None:
         self._table = table
         self.session: Final = session
         self._idle_ms = idle_ms
         self._fork_of = fork_of
+        self._fork_source = fork_source
         self._if_lost_new = if_lost_new
         self.lease: TurnLease | None = None
 
@@ -133,6 +145,8 @@ class SessionTurn:
         Raises:
             StartAbortedError: the request's signal fired while the previous turn ran.
             RunFailure: the session cannot be continued (``resume`` / ``session-expired``), or the start failed.
+            SessionForkError: the fork's handshake showed that the agent cannot fork (its run is recorded as the
+                failed start it was; no child is left).
         """
         lease = await self._table.begin_turn(
             self.session,
@@ -144,8 +158,10 @@ class SessionTurn:
         self.lease = lease
         try:
             run = await provider.start(dataclasses.replace(request, lease=lease))
-        except BaseException:
+        except BaseException as exc:
             self._table.end_turn(self.session, lease, None)
+            if lease.fork_refused and self._fork_source is not None and isinstance(exc, RunFailure):
+                raise fork_unsupported(self._fork_source, self.session.record.provider) from exc
             raise
         return _TurnRun(run, lambda: self._table.end_turn(self.session, lease, run.id))
 

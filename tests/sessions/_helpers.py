@@ -7,6 +7,7 @@ and every task of the agent-side session so far, so a test sees both "same child
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,14 @@ async def wait_for_log(tmp_path: Path, method: str, count: int) -> None:
         if sum(1 for line in session_log(tmp_path) if line.startswith(method + " ")) >= count:
             return
         await anyio.sleep(0.02)
+
+
+async def wait_until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` until it holds (callers bound this with ``fail_after``)."""
+    while True:
+        if condition():
+            return
+        await anyio.sleep(0.01)
 
 
 def live_agents() -> list[psutil.Process]:

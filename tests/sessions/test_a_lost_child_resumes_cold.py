@@ -13,6 +13,7 @@ import pytest
 
 from host import CancelController, Host, ToolResult
 from host.tools._session_turns import CONTEXT_RESET_TEXT
+from tests._provider_helpers import wait_until_gone
 from tests.records._helpers import read_jsonl
 from tests.sessions._helpers import (
     PROCESS_TIMEOUT_S,
@@ -26,6 +27,14 @@ from tests.snapshots import assert_snapshot
 
 pytestmark = pytest.mark.anyio
 
+
+async def _kill(pid: int) -> None:
+    """SIGKILL the warm child and wait (bounded) until it is gone: the next turn must see it dead."""
+    os.kill(pid, signals.SIGKILL)
+    with anyio.fail_after(PROCESS_TIMEOUT_S):
+        await wait_until_gone(pid)
+
+
 SESSION_EXPIRED = "Error: subagent-acp: Subagent failure (provider: ACP; stage: resume; category: session-expired)"
 
 
@@ -38,8 +47,7 @@ async def _kill_between_turns(
     with anyio.fail_after(PROCESS_TIMEOUT_S):
         async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
             first = await host.execute("delegate_acp", {"task": "remember 42"}, signal=call_signal)
-            os.kill(echo_of(first)[0], signals.SIGKILL)
-            await anyio.sleep(0.3)
+            await _kill(echo_of(first)[0])
             arguments = {"task": "what was it?", "session_id": first.to_json()["value"]["session_id"]}
             second = await host.execute("delegate_acp", arguments, signal=call_signal)
     return first, second, session_log(tmp_path)
@@ -90,8 +98,7 @@ async def test_an_agent_that_refuses_the_resume_ends_session_expired(tmp_path: P
     with anyio.fail_after(PROCESS_TIMEOUT_S):
         async with Host.open(session_config(tmp_path, acp=entry), parent_cwd=str(tmp_path)) as host:
             first = await host.execute("delegate_acp", {"task": "one"}, signal=call_signal)
-            os.kill(echo_of(first)[0], signals.SIGKILL)
-            await anyio.sleep(0.3)
+            await _kill(echo_of(first)[0])
             arguments = {"task": "two", "session_id": first.to_json()["value"]["session_id"]}
             second = await host.execute("delegate_acp", arguments, signal=call_signal)
     assert text_of(second) == SESSION_EXPIRED
@@ -104,8 +111,7 @@ async def test_if_lost_new_starts_a_fresh_session_and_says_so(tmp_path: Path) ->
         async with Host.open(session_config(tmp_path), parent_cwd=str(tmp_path)) as host:
             first = await host.execute("delegate_acp", {"task": "one"}, signal=call_signal)
             session_id = first.to_json()["value"]["session_id"]
-            os.kill(echo_of(first)[0], signals.SIGKILL)
-            await anyio.sleep(0.3)
+            await _kill(echo_of(first)[0])
             arguments = {"task": "two", "session_id": session_id, "if_lost": "new"}
             second = await host.execute("delegate_acp", arguments, signal=call_signal)
             third = await host.execute("delegate_acp", {"task": "three", "session_id": session_id}, signal=call_signal)

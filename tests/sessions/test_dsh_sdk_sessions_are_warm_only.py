@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from host import CancelController, Host, ToolResult
+from host import CancelController, EventFrame, Host, RunHooks, StreamFrame, ToolResult
 from host.config._loader import parse_config
 from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.sessions._helpers import PROCESS_TIMEOUT_S, text_of
@@ -57,15 +57,22 @@ async def test_a_cancelled_turn_ends_the_runtime_and_the_session_expires(tmp_pat
         async with Host.open(_config(FAKE_HANG_ON="two"), parent_cwd=str(tmp_path)) as host:
             first = await host.execute("delegate_sdk", {"task": "one"}, signal=signal)
             session_id = _value(first)["session_id"]
+            published = anyio.Event()
+
+            def on_frame(frame: StreamFrame) -> None:
+                if isinstance(frame, EventFrame) and frame.event.type == "run/start":
+                    published.set()
+
             async with anyio.create_task_group() as group:
 
                 async def cancelled() -> None:
                     # The runtime never answers this prompt: only the cancel ends the turn.
                     arguments = {"task": "two", "session_id": session_id}
-                    await host.execute("delegate_sdk", arguments, signal=controller.signal)
+                    hooks = RunHooks(on_frame=on_frame)
+                    await host.execute("delegate_sdk", arguments, signal=controller.signal, hooks=hooks)
 
                 group.start_soon(cancelled)
-                await anyio.sleep(0.5)
+                await published.wait()  # the turn is under way on the runtime (a cancel before it never touches it)
                 controller.cancel("stop")
             expired = await host.execute("delegate_sdk", {"task": "three", "session_id": session_id}, signal=signal)
             fresh = await host.execute(
