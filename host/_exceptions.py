@@ -34,7 +34,8 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
         ├── ToolNotFoundError, ToolArgsError, ToolOutputError, ToolTimeoutError
         ├── JobNotFoundError               UNKNOWN_JOB: no background job has that id
         ├── SessionNotFoundError           UNKNOWN_SESSION: no session has that id
-        └── SessionProviderError           SESSION_OTHER_PROVIDER: the session belongs to another provider
+        ├── SessionProviderError           SESSION_OTHER_PROVIDER: the session belongs to another provider
+        └── SessionWorkspaceError          SESSION_WORKSPACE: a turn asked for another workspace than its session's
 
 ``JsonRpcError`` is the peer-level name of ``ChildError`` (the peer's own failures are its four kinds above).
 """
@@ -69,6 +70,7 @@ __all__ = [
     "SdkRunFailure",
     "SessionNotFoundError",
     "SessionProviderError",
+    "SessionWorkspaceError",
     "StartAbortedError",
     "SubagentHostError",
     "SubagentRunError",
@@ -281,6 +283,12 @@ class SessionProviderError(CodedError):
     """The session belongs to another provider entry than the tool that was called."""
 
     code = "SESSION_OTHER_PROVIDER"
+
+
+class SessionWorkspaceError(CodedError):
+    """A later turn asked for another workspace (``shared`` / ``worktree``) than its session's first turn fixed."""
+
+    code = "SESSION_WORKSPACE"
 
 
 def describe_error(error: BaseException) -> str:

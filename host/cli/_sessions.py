@@ -3,7 +3,8 @@
 ``list`` prints one line per session (``--json``: ``{"schema": 1, "sessions": [...]}``), ``show`` prints the session
 and then every turn as ``runs show`` prints a run, and ``close`` marks the session closed (a later ``run --session``
 then ends ``session-expired``). A host process that holds the session warm keeps its child until its own reaper or
-close; the file says ``closed`` from now on, and the next host to read it refuses to continue it. Exit status: 0
+close; the file says ``closed`` from now on, and the next host to read it refuses to continue it. A ``worktree``
+session's worktree is removed (its branch kept when it holds changes) unless a running host holds it. Exit status: 0
 success, 1 no such session, 2 usage error.
 """
 
@@ -14,16 +15,22 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
+from host._exceptions import WorkspaceError
 from host.cli._render import neutralise
 from host.cli._runs import transcript_lines
 from host.cli._support import JSON_SCHEMA_VERSION, json_line
 from host.records import RunNotFoundError, find_run, resolve_state_dir
-from host.sessions import SessionRecord, list_session_files, read_session_file, write_session_file
+from host.sessions import SessionRecord, list_session_files, read_session_file, workspace_of, write_session_file
+from host.workspace import Workspaces
 
 __all__ = ["run_sessions_command"]
 
 _EXIT_OK: Final = 0
 _EXIT_NOT_FOUND: Final = 1
+_IN_USE: Final = "the worktree of session {session_id} is in use by a running host, which removes it when it closes"
+_FAILED: Final = "removing the worktree of session {session_id} failed"
 
 
 def run_sessions_command(args: argparse.Namespace) -> int:
@@ -42,8 +49,22 @@ def run_sessions_command(args: argparse.Namespace) -> int:
         return _show(state_dir, record, as_json=args.json)
     record.state = "closed"
     write_session_file(state_dir, record)
+    if record.worktree is not None and not _retire_worktree(state_dir, record):
+        sys.stderr.write(f"subagent-host: {_IN_USE.format(session_id=record.session_id)}\n")
     _out(f"closed session {record.session_id}\n")
     return _EXIT_OK
+
+
+def _retire_worktree(state_dir: Path, record: SessionRecord) -> bool:
+    """Remove the closed session's worktree (its branch kept when it holds changes); ``False`` when a running host
+    holds it (that host removes it when it closes)."""
+    assert record.worktree is not None
+    saved = workspace_of(record.session_id, record.worktree)
+    try:
+        return anyio.run(Workspaces(state_dir).retire, saved)
+    except (WorkspaceError, OSError):
+        sys.stderr.write(f"subagent-host: {_FAILED.format(session_id=record.session_id)}\n")
+        return True
 
 
 def _summary(record: SessionRecord) -> dict[str, Any]:

@@ -8,9 +8,11 @@ itself, which leaves the session cold. The run layer knows only these protocols;
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-__all__ = ["SessionLease", "WarmChild"]
+from host.workspace import Workspace
+
+__all__ = ["SessionLease", "WarmChild", "WorktreeLease"]
 
 
 class WarmChild(Protocol):
@@ -71,4 +73,32 @@ class SessionLease(Protocol):
 
     def keep(self, child: WarmChild) -> None:
         """Hand a live, settled child back to the session at the end of the turn (the session owns it now)."""
+        ...
+
+
+@runtime_checkable
+class WorktreeLease(Protocol):
+    """What a ``worktree`` turn borrows besides its child: the session's one worktree (docs/behaviour.md#workspaces).
+
+    The session owns the worktree between turns, as it owns the warm child; a turn works in it and records its
+    delta. Every attribute is a host-side fact.
+    """
+
+    @property
+    def session_id(self) -> str:
+        """The host-minted session id (the worktree's owner: branch ``subagent-host/<session_id>``)."""
+        ...
+
+    @property
+    def worktree(self) -> Workspace | None:
+        """The worktree this host holds for the session (``None``: none yet, or another host made it)."""
+        ...
+
+    @property
+    def saved_worktree(self) -> Workspace | None:
+        """The session's worktree as its file describes it, to recreate (``None``: the session has none yet)."""
+        ...
+
+    def hold_worktree(self, workspace: Workspace) -> None:
+        """The session owns ``workspace`` from now on (written into its file at once; removed at its close)."""
         ...

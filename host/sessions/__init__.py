@@ -1,7 +1,8 @@
 """Sessions: a parent continues a conversation with the same child across calls (docs/behaviour.md#sessions).
 
 ``SessionTable`` (one per ``Host``) owns every session and its warm child between turns, with one reaper for the
-idle, LRU and TTL rules; a turn is a run that borrows the child through a ``TurnLease``. Session files live under
+idle, LRU and TTL rules; a turn is a run that borrows the child (and a ``worktree`` session's worktree) through a
+``TurnLease``. Session files live under
 ``<state>/sessions/`` (``_store``).
 """
 
@@ -12,6 +13,7 @@ from host.sessions._store import (
     SESSION_ID_BYTES,
     SessionRecord,
     SessionState,
+    SessionWorktree,
     is_session_id,
     list_session_files,
     newest_session,
@@ -20,6 +22,7 @@ from host.sessions._store import (
     write_session_file,
 )
 from host.sessions._table import SESSION_WAIT_ABORTED, SessionTable, session_expired
+from host.sessions._worktrees import workspace_of
 
 __all__ = [
     "SESSION_ID_BYTES",
@@ -28,6 +31,7 @@ __all__ = [
     "SessionRecord",
     "SessionState",
     "SessionTable",
+    "SessionWorktree",
     "TurnLease",
     "is_session_id",
     "list_session_files",
@@ -35,5 +39,6 @@ __all__ = [
     "read_session_file",
     "session_expired",
     "sessions_dir",
+    "workspace_of",
     "write_session_file",
 ]

@@ -34,6 +34,8 @@ from host.sessions._store import (
     seconds_since,
     write_session_file,
 )
+from host.sessions._worktrees import SessionWorktrees
+from host.workspace import Workspaces
 
 __all__ = [
     "MAX_COLD_IN_MEMORY",
@@ -64,7 +66,9 @@ def session_expired(kind: Kind) -> SubagentHostError:
 class SessionTable:
     """Every session of one host: in memory while used, on disk (``<state>/sessions/``) when a state dir is given."""
 
-    def __init__(self, *, state_dir: Path | None, max_warm: int, ttl_days: int, task_group: TaskGroup) -> None:
+    def __init__(
+        self, *, state_dir: Path | None, max_warm: int, ttl_days: int, task_group: TaskGroup, workspaces: Workspaces
+    ) -> None:
         self._state_dir = state_dir
         self._max_warm = max_warm
         self.ttl_days: Final = ttl_days
@@ -76,6 +80,7 @@ class SessionTable:
         self._cooled = anyio.Event()
         self._closed = False
         self._reaper_scope = anyio.CancelScope()
+        self._worktrees = SessionWorktrees(workspaces, state_dir, task_group)
 
     def start(self) -> None:
         """Start the reaper in the host's task group (it sweeps expired session files first)."""
@@ -163,7 +168,7 @@ class SessionTable:
             if warm is not None and not warm.alive:
                 self._cool_child(warm)
                 warm = None
-            lease = TurnLease(session, fork_of=fork_of, if_lost_new=if_lost_new, warm=warm)
+            lease = TurnLease(session, fork_of=fork_of, if_lost_new=if_lost_new, warm=warm, worktrees=self._worktrees)
             if warm is None and self._is_lost(session):
                 if not if_lost_new:
                     raise session_expired(session.record.kind)
@@ -211,6 +216,8 @@ class SessionTable:
                 if session.warm is not None:
                     self._cool_child(session.warm)
                     session.warm = None
+                if record.state == "closed":
+                    self._worktrees.close_soon(record)  # closed during this turn: its worktree goes now
             else:
                 record.state = "warm" if session.warm is not None else "cold"
             if record.turns == 0 and record.agent_session_id is None and run_id is None:
@@ -251,6 +258,8 @@ class SessionTable:
         if session.warm is not None:
             self._cool_child(session.warm)
             session.warm = None
+        if not session.busy:  # else the turn's end removes it: its child still works in it
+            self._worktrees.close_soon(session.record)
         self._persist(session.record)
         self._release_memory(session)
         return session.record
@@ -285,6 +294,7 @@ class SessionTable:
                 if session is not None and (session.busy or session.warm is not None):
                     continue
                 self._sessions.pop(record.session_id, None)
+                self._worktrees.close_soon(record)
                 assert self._state_dir is not None
                 try:
                     delete_session_file(self._state_dir, record.session_id)
@@ -374,6 +384,7 @@ class SessionTable:
                     self._go_cold(session)
             if self._cooling:
                 await self._cooled.wait()
+            await self._worktrees.aclose()  # after the children: none of them works in a worktree any more
 
     # -- files ----------------------------------------------------------------------------------------------------
 

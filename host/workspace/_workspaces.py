@@ -29,6 +29,7 @@ from host.workspace._baseline import (
 )
 from host.workspace._changes import Changes
 from host.workspace._git import RepoLocks, check_git_version, git
+from host.workspace._reopen import WORKTREE_IN_USE, WORKTREE_LOST, reopen_worktree, retire_branch
 from host.workspace._store import patch_path, read_changes_file, remove_run_files
 from host.workspace._worktree import (
     SetupOutcome,
@@ -101,6 +102,45 @@ class Workspaces:
         keep = workspace.changed if keep_branch is None else keep_branch
         with anyio.CancelScope(shield=True):
             await remove_worktree(workspace, self._locks, keep_branch=keep)
+
+    async def reopen(self, saved: Workspace) -> Workspace:
+        """A session's worktree again, as ``saved`` (the facts its session file keeps) describes it: checked out at
+        ``<state>/worktrees/<owner>`` on its branch, locked for this host. A leftover of a dead host there is
+        salvaged first (as ``reclaim`` does).
+
+        Raises:
+            WorkspaceError: ``worktree-in-use`` (a live host holds it), ``worktree-lost`` (the repository, the
+                branch and the baseline are gone), git missing or failed; nothing is left behind.
+            ValueError: ``saved.owner`` cannot name a branch and a directory.
+        """
+        branch_of(saved.owner)
+        path = self._root / saved.owner
+        if Path(saved.path) != path:  # the file names another state directory's worktree
+            raise WorkspaceError(
+                WORKTREE_LOST.format(owner=saved.owner, branch=saved.branch, repo=saved.repo.toplevel),
+                "worktree-lost",
+            )
+        await check_git_version()
+        if (path / ".git").is_file():
+            if not await self._reclaim_one(path):
+                raise WorkspaceError(WORKTREE_IN_USE.format(owner=saved.owner), "worktree-in-use")
+        elif path.exists():
+            await anyio.to_thread.run_sync(shutil.rmtree, path, True)  # a directory that never became a worktree
+        self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return await reopen_worktree(saved, self._locks)
+
+    async def retire(self, saved: Workspace) -> bool:
+        """Close a session's worktree that this host does not hold: a dead host's leftover is salvaged and removed,
+        then the branch is deleted unless it holds changes. ``False`` (nothing done) when a live host holds it.
+
+        Raises:
+            WorkspaceError: git failed.
+        """
+        path = self._root / saved.owner
+        if (path / ".git").is_file() and not await self._reclaim_one(path):
+            return False
+        await retire_branch(saved, self._locks)
+        return True
 
     async def reclaim(self) -> list[str]:
         """Salvage and remove every worktree whose lock names a dead host: its delta is kept as
