@@ -89,9 +89,9 @@ class WorktreeLease(Protocol):
         """The host-minted session id (the worktree's owner: branch ``subagent-host/<session_id>``)."""
         ...
 
-    @property
-    def worktree(self) -> Workspace | None:
-        """The worktree this host holds for the session (``None``: none yet, or another host made it)."""
+    async def worktree(self) -> Workspace | None:
+        """The worktree this host holds for the session (``None``: none yet, it was removed when the session went
+        cold, or another host made it); waits for a removal under way to finish."""
         ...
 
     @property

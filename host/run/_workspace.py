@@ -144,7 +144,7 @@ class WorkspaceProvider:
         """A turn in the session's worktree (made or recreated first when this host holds none)."""
         entry = self._entry
         assert request.run_id is not None
-        workspace = lease.worktree
+        workspace = await lease.worktree()
         saved = lease.saved_worktree
         made: list[Workspace] = []
         if workspace is None:

@@ -103,10 +103,9 @@ class TurnLease:
         """The session owns ``child`` again."""
         self._session.warm = child
 
-    @property
-    def worktree(self) -> Workspace | None:
-        """The worktree this host holds for the session."""
-        return self._worktrees.live(self._session.id) if self._worktrees is not None else None
+    async def worktree(self) -> Workspace | None:
+        """The worktree this host holds for the session (after a removal under way has finished)."""
+        return await self._worktrees.live(self._session.id) if self._worktrees is not None else None
 
     @property
     def saved_worktree(self) -> Workspace | None:

@@ -216,8 +216,6 @@ class SessionTable:
                 if session.warm is not None:
                     self._cool_child(session.warm)
                     session.warm = None
-                if record.state == "closed":
-                    self._worktrees.close_soon(record)  # closed during this turn: its worktree goes now
             else:
                 record.state = "warm" if session.warm is not None else "cold"
             if record.turns == 0 and record.agent_session_id is None and run_id is None:
@@ -228,6 +226,7 @@ class SessionTable:
         finally:
             session.busy = False
             session.lock.release()
+        self._worktrees.settle(session)
         self._evict_over_bound()
         self._release_memory(session)
         self._wake.set()
@@ -258,8 +257,7 @@ class SessionTable:
         if session.warm is not None:
             self._cool_child(session.warm)
             session.warm = None
-        if not session.busy:  # else the turn's end removes it: its child still works in it
-            self._worktrees.close_soon(session.record)
+        self._worktrees.settle(session)
         self._persist(session.record)
         self._release_memory(session)
         return session.record
@@ -312,6 +310,7 @@ class SessionTable:
             victims.append(session.warm)
             session.warm = None
             session.record.state = "cold"
+            self._worktrees.settle(session)
             self._persist(session.record)
         if victims:
             with anyio.CancelScope(shield=True):
@@ -338,6 +337,7 @@ class SessionTable:
         if session.record.state != "closed":
             session.record.state = "cold"
         self._persist(session.record)
+        self._worktrees.settle(session)
         if child is not None:
             self._cool_child(child)
         self._release_memory(session)

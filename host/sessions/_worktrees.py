@@ -1,18 +1,21 @@
-"""The worktrees of one host's ``worktree`` sessions: one per session, kept across its turns, removed at its close.
+"""The worktrees of one host's ``worktree`` sessions: one per session, on disk while its child is warm.
 
 A ``worktree`` session's first turn makes its worktree (branch ``subagent-host/<session_id>``) and hands it to the
-session (``hold``): the facts are written into the session file at once, so any later host can recreate it. It stays
-while the session lives in this host, warm or cold (idle, evicted): its lock names this live host, so no other
-host's reclaim touches it. Closing the session (``session_close``, ``sessions close``, the TTL) removes it and
-keeps the branch only when it holds changes. Closing the host removes every held worktree and keeps its branch (the
-session's durable state): the session's next turn, in any host, checks the branch out again (``Workspaces.reopen``).
+session (``hold``): the facts (repository, branch, baseline) are written into the session file at once. Every turn
+commits its edits on the branch, so the branch is the session's durable state and the worktree only a checkout of
+it. The worktree stays while the session's child is warm (its lock names this live host, so no reclaim touches it)
+and is removed as soon as the session is cold and no turn runs (``settle``: after a turn that kept no child, an
+idle or evicted child, the host closing) or closed; the branch stays when it holds changes. The next turn, in this
+host or any later one, checks the branch out again at the same path (``Workspaces.reopen``; from the baseline commit
+when there was no branch to keep). So the worktrees on disk are bounded by the warm and busy sessions
+(``max_warm_sessions``), and a session that is never continued costs no more than a one-shot run.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 from anyio.abc import TaskGroup
@@ -22,6 +25,9 @@ from host.sessions._store import SessionRecord, SessionWorktree, write_session_f
 from host.workspace import Baseline, Repository, Workspace, Workspaces
 
 __all__ = ["WORKTREE_CLOSE_TIMEOUT_S", "SessionWorktrees", "facts_of", "workspace_of"]
+
+if TYPE_CHECKING:
+    from host.sessions._session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +69,14 @@ class SessionWorktrees:
         self._live: dict[str, Workspace] = {}
         self._pending = 0
         self._settled = anyio.Event()
+        self._removing: dict[str, anyio.Event] = {}
 
-    def live(self, session_id: str) -> Workspace | None:
-        """The worktree this host holds for the session."""
+    async def live(self, session_id: str) -> Workspace | None:
+        """The worktree this host holds for the session, once a removal of it that is under way has finished (so
+        a turn right after the session went cold recreates it only when the old one is gone)."""
+        removing = self._removing.get(session_id)
+        if removing is not None:
+            await removing.wait()
         return self._live.get(session_id)
 
     def hold(self, record: SessionRecord, workspace: Workspace) -> None:
@@ -78,52 +89,58 @@ class SessionWorktrees:
             except OSError as exc:
                 logger.warning("subagent-host: writing session %s failed: %s", record.session_id, exc.strerror)
 
+    def settle(self, session: Session) -> None:
+        """After the session changed state: remove its worktree (in the host's task group) when it is closed, or
+        cold with no turn running; else keep it."""
+        if session.busy:
+            return  # a turn works in it; the turn's end settles again
+        if session.record.state == "closed":
+            self.close_soon(session.record)
+        elif session.warm is None and session.id in self._live:
+            self._start(self._live.pop(session.id), held=True)
+
     def close_soon(self, record: SessionRecord) -> None:
-        """Remove the session's worktree in the host's task group (``aclose`` waits for it)."""
-        if record.session_id not in self._live and record.worktree is None:
-            return
+        """Remove a closed (or forgotten) session's worktree: the one held here, else a dead host's leftover; a
+        worktree a live host holds is left to it. The branch stays when it holds changes."""
+        workspace = self._live.pop(record.session_id, None)
+        if workspace is not None:
+            self._start(workspace, held=True)
+        elif record.worktree is not None:
+            self._start(workspace_of(record.session_id, record.worktree), held=False)
+
+    def _start(self, workspace: Workspace, *, held: bool) -> None:
+        before = self._removing.get(workspace.owner)  # one removal per session at a time, in order
+        done = self._removing[workspace.owner] = anyio.Event()
         self._pending += 1
         if self._pending == 1:
             self._settled = anyio.Event()
-        self._task_group.start_soon(self._close, record, name="session worktree removal")
+        self._task_group.start_soon(self._remove, workspace, held, before, done, name="session worktree removal")
 
-    async def _close(self, record: SessionRecord) -> None:
+    async def _remove(self, workspace: Workspace, held: bool, before: anyio.Event | None, done: anyio.Event) -> None:
         try:
-            await self.close(record)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(WORKTREE_CLOSE_TIMEOUT_S):
+                if before is not None:
+                    await before.wait()
+                try:
+                    if held:
+                        await self._workspaces.release(workspace)  # the branch stays when it holds changes
+                    else:
+                        await self._workspaces.retire(workspace)
+                except (WorkspaceError, OSError, ValueError):
+                    logger.warning("subagent-host: removing the worktree of session %s failed", workspace.owner)
         finally:
+            done.set()
+            if self._removing.get(workspace.owner) is done:
+                del self._removing[workspace.owner]
             self._pending -= 1
             if self._pending == 0:
                 self._settled.set()
 
-    async def close(self, record: SessionRecord) -> None:
-        """Remove the session's worktree (held here, or left by a dead host); the branch stays when it holds
-        changes. A worktree another live host holds is left to that host. Never raises."""
-        workspace = self._live.pop(record.session_id, None)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(WORKTREE_CLOSE_TIMEOUT_S):
-            try:
-                if workspace is not None:
-                    await self._workspaces.release(workspace)
-                elif record.worktree is not None:
-                    await self._workspaces.retire(workspace_of(record.session_id, record.worktree))
-            except (WorkspaceError, OSError, ValueError):
-                logger.warning("subagent-host: removing the worktree of session %s failed", record.session_id)
-
     async def aclose(self) -> None:
-        """The host closes: wait for pending removals, then remove every held worktree, its branch kept."""
+        """The host closes (every session went cold): remove what is still held, wait for every removal."""
         with anyio.CancelScope(shield=True):
+            held, self._live = list(self._live.values()), {}
+            for workspace in held:
+                self._start(workspace, held=True)
             if self._pending:
                 await self._settled.wait()
-            held, self._live = list(self._live.values()), {}
-            if not held:
-                return
-            async with anyio.create_task_group() as group:
-                for workspace in held:
-                    group.start_soon(self._release_keeping_branch, self._workspaces, workspace)
-
-    @staticmethod
-    async def _release_keeping_branch(workspaces: Workspaces, workspace: Workspace) -> None:
-        with anyio.move_on_after(WORKTREE_CLOSE_TIMEOUT_S):
-            try:
-                await workspaces.release(workspace, keep_branch=True)
-            except (WorkspaceError, OSError):
-                logger.warning("subagent-host: removing the worktree of session %s failed", workspace.owner)

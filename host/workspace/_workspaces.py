@@ -32,6 +32,7 @@ from host.workspace._git import RepoLocks, check_git_version, git
 from host.workspace._reopen import WORKTREE_IN_USE, WORKTREE_LOST, reopen_worktree, retire_branch
 from host.workspace._store import patch_path, read_changes_file, remove_run_files
 from host.workspace._worktree import (
+    BRANCH_PREFIX,
     SetupOutcome,
     Workspace,
     branch_of,
@@ -49,6 +50,11 @@ logger = logging.getLogger(__name__)
 _NO_CHANGES: Final = "run {run_id} kept no changes to apply"
 _STALE_HALF_MADE_S: Final = 3600.0
 """A directory under ``worktrees/`` that never became a worktree is removed once it is this old."""
+
+
+def branch_of_run(run_id: str) -> str:
+    """The branch of a one-shot run (its own, shared with no other run)."""
+    return BRANCH_PREFIX + run_id
 
 
 def _remove_if_stale(path: Path) -> None:
@@ -102,6 +108,21 @@ class Workspaces:
         keep = workspace.changed if keep_branch is None else keep_branch
         with anyio.CancelScope(shield=True):
             await remove_worktree(workspace, self._locks, keep_branch=keep)
+
+    def _branches_kept(self, pruned: set[str]) -> set[str]:
+        """The branches the kept changes files of runs not in ``pruned`` name."""
+        kept: set[str] = set()
+        try:
+            names = os.listdir(self._runs)
+        except OSError:
+            return kept
+        for name in names:
+            run_id = name.removesuffix(".changes.json")
+            if run_id != name and run_id not in pruned:
+                stored = read_changes_file(self._runs, run_id)
+                if stored is not None:
+                    kept.add(stored.changes.branch)
+        return kept
 
     async def reopen(self, saved: Workspace) -> Workspace:
         """A session's worktree again, as ``saved`` (the facts its session file keeps) describes it: checked out at
@@ -204,9 +225,18 @@ class Workspaces:
         return await apply_patch(stored.repo, patch, stored.changes.files, self._scratch, check_only=check_only)
 
     async def delete_branches(self, run_ids: Iterable[str]) -> None:
-        """Delete the branches (and the patch and changes files) of runs being pruned."""
-        for run_id in run_ids:
+        """Delete the branches (and the patch and changes files) of runs being pruned. A session's branch is shared
+        by its turns: it stays while a kept changes file of another run names it."""
+        pruned = list(run_ids)
+        shared: set[str] | None = None
+        for run_id in pruned:
             stored = read_changes_file(self._runs, run_id)
+            branch = stored.changes.branch if stored is not None else ""
+            if stored is not None and branch != branch_of_run(run_id):
+                shared = shared if shared is not None else self._branches_kept(set(pruned))
+                if branch in shared:
+                    remove_run_files(self._runs, run_id)
+                    continue
             if stored is not None and stored.changes.branch.startswith("subagent-host/"):
                 try:
                     repo = await probe_repository(stored.repo)
