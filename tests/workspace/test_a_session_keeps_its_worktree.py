@@ -1,8 +1,8 @@
 """A ``worktree`` session keeps one worktree across its turns (docs/behaviour.md#workspaces-sessions): warm or cold,
 every turn's child works in ``<state>/worktrees/<session_id>`` on ``subagent-host/<session_id>`` and sees the earlier
-turns' edits; each turn's patch is the whole delta since the baseline; ``session_close`` removes the worktree (the
-branch stays with changes); a turn may not switch the session's workspace; closing the host keeps the branch, and a
-turn in a new host recreates the worktree from it."""
+turns' edits; each turn's patch is the whole delta since the baseline; the worktree stays while the child is warm,
+``session_close`` removes it (the branch stays with changes); a cold session's worktree is removed and the next turn,
+in the same host or a new one, checks the branch out again; a turn may not switch the session's workspace."""
 
 from __future__ import annotations
 
@@ -62,6 +62,14 @@ def _value(result: ToolResult) -> dict[str, Any]:
     return result.value
 
 
+async def _wait_until_removed(path: Path) -> None:
+    """Poll until ``path`` is gone (callers bound this with ``fail_after``)."""
+    while True:
+        if not await anyio.Path(path).exists():
+            return
+        await anyio.sleep(0.02)
+
+
 def _cwds(value: dict[str, Any]) -> tuple[str, str]:
     text = value["output"][0]["text"]
     process_cwd, session_cwd = text.split("\n")[:2]
@@ -84,8 +92,7 @@ async def test_a_warm_session_works_in_one_worktree_and_close_removes_it(tmp_pat
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
             result = await host.execute("session_close", {"session_id": session_id}, signal=CancelController().signal)
             assert isinstance(result, ToolSuccess)
-            while worktree.exists():  # removed in the host's task group, bounded by fail_after
-                await anyio.sleep(0.05)
+            await _wait_until_removed(worktree)  # removed in the host's task group
             assert worktree_paths(repo) == [str(repo)]
     assert _cwds(first) == (str(worktree), str(worktree))
     assert _cwds(second) == (str(worktree), str(worktree))
@@ -114,10 +121,11 @@ async def test_a_cold_session_in_a_new_host_recreates_its_worktree_from_the_bran
             first = _value(await _call(host, {"task": _append("notes.txt", "turn one\n")}))
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
-            # Cold (idle 0: the child went down after the turn), the worktree stays with the session.
+            # Cold (idle 0: the child went down after the turn): the worktree goes, the branch holds the turn.
+            await _wait_until_removed(worktree)
+            assert worktree_paths(repo) == [str(repo)]
+            assert git(repo, "show", f"subagent-host/{session_id}:notes.txt") == "turn one\n"
             second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
-            assert worktree_paths(repo) == [str(repo), str(worktree)]
-        # The host closed: the worktree is removed, the branch (the session's state) kept.
         assert worktree_paths(repo) == [str(repo)]
         assert our_branches(repo) == [f"subagent-host/{session_id}"]
         async with Host.open(config, state_dir=state) as host:
@@ -127,6 +135,22 @@ async def test_a_cold_session_in_a_new_host_recreates_its_worktree_from_the_bran
     assert _cwds(third) == (str(worktree), str(worktree))
     assert third["changes"]["files"] == [{"path": "notes.txt", "status": "added", "insertions": 3, "deletions": 0}]
     assert third["changes"]["base"] == first["changes"]["base"]
+    assert worktree_paths(repo) == [str(repo)]
+
+
+async def test_an_idle_session_goes_cold_and_its_next_turn_recreates_the_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    with anyio.fail_after(_TIMEOUT_S):
+        async with Host.open(_config(tmp_path, repo, idle_ms=200), state_dir=state) as host:
+            first = _value(await _call(host, {"task": _append("notes.txt", "turn one\n")}))
+            session_id = first["session_id"]
+            worktree = state / "worktrees" / session_id
+            await _wait_until_removed(worktree)  # the reaper took the idle session cold, and its worktree went
+            second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
+            assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
+    assert _cwds(second) == (str(worktree), str(worktree))
+    assert second["changes"]["files"][0]["insertions"] == 2
     assert worktree_paths(repo) == [str(repo)]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from host.sessions import read_session_file
 from tests._provider_helpers import wait_until_gone
 from tests.cli._helpers import CONSOLE_SCRIPT, cli_env
 from tests.sdk_provider._helpers import wait_for_file
@@ -92,16 +93,27 @@ async def test_run_session_continues_in_the_sessions_worktree_across_processes(t
     assert user_state(repo) == before
 
 
-async def test_closing_a_session_without_changes_deletes_its_branch(tmp_path: Path) -> None:
+async def test_a_turn_without_changes_keeps_no_branch_and_the_next_starts_from_the_baseline(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
-    first = _json(await _run(_config(tmp_path, repo), state, tmp_path, "[]"))
+    config = _config(tmp_path, repo)
+    first = _json(await _run(config, state, tmp_path, "[]"))
     session_id = first["session_id"]
     assert "changes" not in first
-    assert our_branches(repo) == [f"subagent-host/{session_id}"]  # the session's baseline, kept while it is open
+    assert our_branches(repo) == [] and worktree_paths(repo) == [str(repo)]  # as a one-shot run without changes
+    record = read_session_file(state, session_id)
+    assert record is not None and record.worktree is not None
+    (repo / "a.txt").write_text("the parent moved on\n")  # not part of the session's baseline
+
+    second = _json(await _run(config, state, tmp_path, "--session", session_id, _append("two\n")))
+
+    assert second["changes"]["base"] == record.worktree.base
+    assert second["changes"]["files"] == [{"path": "notes.txt", "status": "added", "insertions": 1, "deletions": 0}]
+    branch = f"subagent-host/{session_id}"
+    assert git(repo, "show", f"{branch}:a.txt") == "one\ntwo\nthree\n"
     closed = await host_cli("sessions", "close", session_id, "--state-dir", str(state), cwd=tmp_path)
     assert closed.returncode == 0, closed.stderr
-    assert our_branches(repo) == []
+    assert our_branches(repo) == [branch]  # it holds changes
     assert worktree_paths(repo) == [str(repo)]
 
 
