@@ -19,7 +19,7 @@ from host.config._loader import parse_config
 from host.sessions import read_session_file
 from tests.conftest import FAKE_ACP_AGENT, PYTHON
 from tests.server._helpers import fake_agents
-from tests.workspace._helpers import git, make_repo, our_branches, user_state, worktree_paths
+from tests.workspace._helpers import git, make_repo, our_branches, user_state, wait_until_removed, worktree_paths
 
 pytestmark = pytest.mark.anyio
 
@@ -62,14 +62,6 @@ def _value(result: ToolResult) -> dict[str, Any]:
     return result.value
 
 
-async def _wait_until_removed(path: Path) -> None:
-    """Poll until ``path`` is gone (callers bound this with ``fail_after``)."""
-    while True:
-        if not await anyio.Path(path).exists():
-            return
-        await anyio.sleep(0.02)
-
-
 def _cwds(value: dict[str, Any]) -> tuple[str, str]:
     text = value["output"][0]["text"]
     process_cwd, session_cwd = text.split("\n")[:2]
@@ -92,7 +84,7 @@ async def test_a_warm_session_works_in_one_worktree_and_close_removes_it(tmp_pat
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
             result = await host.execute("session_close", {"session_id": session_id}, signal=CancelController().signal)
             assert isinstance(result, ToolSuccess)
-            await _wait_until_removed(worktree)  # removed in the host's task group
+            await wait_until_removed(worktree)  # removed in the host's task group
             assert worktree_paths(repo) == [str(repo)]
     assert _cwds(first) == (str(worktree), str(worktree))
     assert _cwds(second) == (str(worktree), str(worktree))
@@ -122,7 +114,7 @@ async def test_a_cold_session_in_a_new_host_recreates_its_worktree_from_the_bran
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
             # Cold (idle 0: the child went down after the turn): the worktree goes, the branch holds the turn.
-            await _wait_until_removed(worktree)
+            await wait_until_removed(worktree)
             assert worktree_paths(repo) == [str(repo)]
             assert git(repo, "show", f"subagent-host/{session_id}:notes.txt") == "turn one\n"
             second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
@@ -146,7 +138,7 @@ async def test_an_idle_session_goes_cold_and_its_next_turn_recreates_the_worktre
             first = _value(await _call(host, {"task": _append("notes.txt", "turn one\n")}))
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
-            await _wait_until_removed(worktree)  # the reaper took the idle session cold, and its worktree went
+            await wait_until_removed(worktree)  # the reaper took the idle session cold, and its worktree went
             second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
     assert _cwds(second) == (str(worktree), str(worktree))
