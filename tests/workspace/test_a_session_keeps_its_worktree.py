@@ -17,7 +17,7 @@ import pytest
 from host import CancelController, Host, ToolFailure, ToolResult, ToolSuccess
 from host.config._loader import parse_config
 from host.sessions import read_session_file
-from tests.conftest import FAKE_ACP_AGENT, PYTHON
+from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
 from tests.server._helpers import fake_agents
 from tests.workspace._helpers import git, make_repo, our_branches, user_state, wait_until_removed, worktree_paths
 
@@ -164,3 +164,30 @@ async def test_a_later_turn_cannot_switch_the_sessions_workspace(tmp_path: Path)
     assert inherited["changes"]["files"][0]["insertions"] == 2
     assert not (repo / "n.txt").exists()
     assert worktree_paths(repo) == [str(repo)]
+
+
+async def test_a_warm_dsh_sdk_session_keeps_its_runtime_in_the_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    record = tmp_path / "init.jsonl"
+    entry: dict[str, Any] = {
+        "kind": "dsh-sdk",
+        "command": PYTHON,
+        "args": [str(FAKE_DSH_RUNTIME)],
+        "dispose_eof_grace_ms": 300,
+        "dispose_grace_ms": 300,
+        "cwd": str(repo),
+        "workspace": "worktree",
+        "env": {"FAKE_ECHO_CWD": "1", "FAKE_RECORD_INIT": str(record)},
+    }
+    with anyio.fail_after(_TIMEOUT_S):
+        async with Host.open(parse_config({"providers": {"child": entry}}), state_dir=state) as host:
+            first = _value(await _call(host, {"task": "one"}))
+            session_id = first["session_id"]
+            second = _value(await _call(host, {"task": "two", "session_id": session_id}))
+    worktree = state / "worktrees" / session_id
+    for value in (first, second):
+        assert f"cwd={worktree}" in value["output"][0]["text"].split("\n")
+    (init,) = [json.loads(line) for line in record.read_text().splitlines()]  # one runtime served both turns
+    assert init.get("cwd", init.get("params", {}).get("cwd")) == str(worktree)
+    assert worktree_paths(repo) == [str(repo)] and our_branches(repo) == []
