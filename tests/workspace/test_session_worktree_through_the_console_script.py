@@ -167,3 +167,25 @@ async def test_after_a_host_died_mid_turn_the_next_run_session_continues_with_it
     assert not (repo / "notes.txt").exists()
     assert worktree_paths(repo) == [str(repo)]
     assert our_branches(repo) == [branch]
+
+
+async def test_runs_prune_keeps_a_sessions_branch_while_a_kept_turn_names_it(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    config = _config(tmp_path, repo)
+    first = _json(await _run(config, state, tmp_path, _append("one\n")))
+    session_id = first["session_id"]
+    second = _json(await _run(config, state, tmp_path, "--session", session_id, _append("two\n")))
+    branch = f"subagent-host/{session_id}"
+
+    pruned = await host_cli("runs", "prune", "--keep", "1", "--state-dir", str(state), cwd=tmp_path)
+
+    assert pruned.returncode == 0, pruned.stderr
+    runs = state / "runs"
+    assert not (runs / f"{first['run_id']}.patch").exists()
+    assert not (runs / f"{first['run_id']}.changes.json").exists()
+    assert our_branches(repo) == [branch]  # the second turn's kept changes name it
+    assert git(repo, "show", f"{branch}:notes.txt") == "one\ntwo\n"
+    applied = await host_cli("runs", "apply", second["run_id"], "--state-dir", str(state), cwd=tmp_path)
+    assert applied.returncode == 0, applied.stderr
+    assert (repo / "notes.txt").read_text() == "one\ntwo\n"
