@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from tests.server._helpers import SERVE_TIMEOUT_S, acp_entry, client_session, fake_agents, write_config
-from tests.workspace._helpers import make_repo, our_branches, user_state, wait_until_removed, worktree_paths
+from tests.workspace._helpers import host_cli, make_repo, our_branches, user_state, wait_until_removed, worktree_paths
 
 pytestmark = pytest.mark.anyio
 
@@ -63,3 +63,25 @@ async def test_the_official_client_continues_a_worktree_session(tmp_path: Path) 
     assert our_branches(repo) == [f"subagent-host/{session_id}"]
     (repo / "notes.txt").unlink()
     assert user_state(repo) == before
+
+
+async def test_sessions_close_leaves_a_worktree_a_running_serve_holds(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    entry = {**acp_entry(MOCK_FS_OPS_FROM_PROMPT="1"), "cwd": str(repo), "workspace": "worktree"}
+    config = write_config(tmp_path, {"agent": entry})
+    with anyio.fail_after(SERVE_TIMEOUT_S):
+        async with client_session(config, "--state-dir", str(state)) as session:
+            first = await session.call_tool("delegate_agent", {"task": json.dumps([["append", "n.txt", "one\n"]])})
+            assert first.structured_content is not None
+            session_id = first.structured_content["session_id"]
+            worktree = state / "worktrees" / session_id
+            closed = await host_cli("sessions", "close", session_id, "--state-dir", str(state), cwd=tmp_path)
+            assert worktree_paths(repo) == [str(repo), str(worktree)]  # its warm child still works there
+    assert closed.returncode == 0, closed.stderr
+    assert closed.stderr.decode() == (
+        f"subagent-host: the worktree of session {session_id} is in use by a running host, which removes it when it "
+        "closes\n"
+    )
+    assert worktree_paths(repo) == [str(repo)]  # serve closed: removed, the branch kept with the changes
+    assert our_branches(repo) == [f"subagent-host/{session_id}"]
