@@ -78,6 +78,8 @@ def _summary(record: SessionRecord) -> dict[str, Any]:
         "last_used": record.last_used,
         "cwd": record.cwd,
         "label": record.label,
+        "workspace": record.workspace,
+        "branch": record.worktree.branch if record.worktree is not None else None,
     }
 
 
@@ -116,6 +118,8 @@ def _show(state_dir: Path, record: SessionRecord, *, as_json: bool) -> int:
         f"last used: {neutralise(record.last_used)}",
         f"cwd: {neutralise(record.cwd or '-')}",
     ]
+    if record.worktree is not None:
+        lines.append(f"workspace: worktree on branch {neutralise(record.worktree.branch)}")
     for number, run_id in enumerate(record.runs, start=1):
         lines += ["", f"--- turn {number} ---"]
         try:

@@ -81,6 +81,11 @@ async def test_run_session_continues_in_the_sessions_worktree_across_processes(t
     assert applied.returncode == 0, applied.stderr
     assert (repo / "notes.txt").read_text() == "turn one\nturn two\n"
 
+    listed = await host_cli("sessions", "list", "--json", "--state-dir", str(state), cwd=tmp_path)
+    shown = await host_cli("sessions", "show", session_id, "--state-dir", str(state), cwd=tmp_path)
+    (summary,) = json.loads(listed.stdout)["sessions"]
+    assert (summary["workspace"], summary["branch"]) == ("worktree", branch)
+    assert f"workspace: worktree on branch {branch}\n" in shown.stdout.decode()
     closed = await host_cli("sessions", "close", session_id, "--state-dir", str(state), cwd=tmp_path)
     assert closed.returncode == 0, closed.stderr
     assert closed.stdout.decode() == f"closed session {session_id}\n"
