@@ -26,7 +26,9 @@ pytestmark = pytest.mark.anyio
 _TIMEOUT_S = 60
 
 
-def _config(tmp_path: Path, repo: Path, *, idle_ms: float = 300000, workspace: str = "worktree", **env: str) -> Any:
+def _config(
+    tmp_path: Path, repo: Path, *, idle_ms: float = 300000, workspace: str = "worktree", max_warm: int = 4, **env: str
+) -> Any:
     entry: dict[str, Any] = {
         "kind": "acp",
         "command": PYTHON,
@@ -44,7 +46,7 @@ def _config(tmp_path: Path, repo: Path, *, idle_ms: float = 300000, workspace: s
             **env,
         },
     }
-    return parse_config({"providers": {"child": entry}})
+    return parse_config({"providers": {"child": entry}, "host": {"max_warm_sessions": max_warm}})
 
 
 def _append(path: str, text: str) -> str:
@@ -144,6 +146,25 @@ async def test_an_idle_session_goes_cold_and_its_next_turn_recreates_the_worktre
     assert _cwds(second) == (str(worktree), str(worktree))
     assert second["changes"]["files"][0]["insertions"] == 2
     assert worktree_paths(repo) == [str(repo)]
+
+
+async def test_an_evicted_session_loses_its_worktree_until_its_next_turn(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    with anyio.fail_after(_TIMEOUT_S):
+        async with Host.open(_config(tmp_path, repo, max_warm=1), state_dir=state) as host:
+            one = _value(await _call(host, {"task": _append("one.txt", "first\n")}))
+            first_worktree = state / "worktrees" / one["session_id"]
+            two = _value(await _call(host, {"task": _append("two.txt", "second\n")}))
+            await wait_until_removed(first_worktree)  # the bound took the first session cold: its worktree went
+            second_worktree = state / "worktrees" / two["session_id"]
+            assert worktree_paths(repo) == [str(repo), str(second_worktree)]
+            again = _value(await _call(host, {"task": _append("one.txt", "again\n"), "session_id": one["session_id"]}))
+            assert (first_worktree / "one.txt").read_text() == "first\nagain\n"
+            assert not (first_worktree / "two.txt").exists()
+    assert again["changes"]["files"] == [{"path": "one.txt", "status": "added", "insertions": 2, "deletions": 0}]
+    assert worktree_paths(repo) == [str(repo)]
+    assert sorted(our_branches(repo)) == sorted(f"subagent-host/{v['session_id']}" for v in (one, two))
 
 
 async def test_a_later_turn_cannot_switch_the_sessions_workspace(tmp_path: Path) -> None:
