@@ -27,7 +27,14 @@ _TIMEOUT_S = 60
 
 
 def _config(
-    tmp_path: Path, repo: Path, *, idle_ms: float = 300000, workspace: str = "worktree", max_warm: int = 4, **env: str
+    tmp_path: Path,
+    repo: Path,
+    *,
+    idle_ms: float = 300000,
+    workspace: str = "worktree",
+    max_warm: int = 4,
+    setup: list[str] | None = None,
+    **env: str,
 ) -> Any:
     entry: dict[str, Any] = {
         "kind": "acp",
@@ -46,6 +53,8 @@ def _config(
             **env,
         },
     }
+    if setup is not None:
+        entry["setup"] = setup
     return parse_config({"providers": {"child": entry}, "host": {"max_warm_sessions": max_warm}})
 
 
@@ -165,6 +174,22 @@ async def test_an_evicted_session_loses_its_worktree_until_its_next_turn(tmp_pat
     assert again["changes"]["files"] == [{"path": "one.txt", "status": "added", "insertions": 2, "deletions": 0}]
     assert worktree_paths(repo) == [str(repo)]
     assert sorted(our_branches(repo)) == sorted(f"subagent-host/{v['session_id']}" for v in (one, two))
+
+
+@pytest.mark.parametrize(("idle_ms", "setups"), [(300000, 1), (0, 2)])
+async def test_setup_runs_once_per_checkout_of_the_worktree(tmp_path: Path, idle_ms: float, setups: int) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    log = tmp_path / "setup.log"
+    script = f"open({str(log)!r}, 'a').write('setup\\n'); open('.env', 'w').write('s')"
+    config = _config(tmp_path, repo, idle_ms=idle_ms, setup=[PYTHON, "-c", script])
+    with anyio.fail_after(_TIMEOUT_S):
+        async with Host.open(config, state_dir=state) as host:
+            first = _value(await _call(host, {"task": _append("notes.txt", "one\n")}))
+            session_id = first["session_id"]
+            second = _value(await _call(host, {"task": _append("notes.txt", "two\n"), "session_id": session_id}))
+    assert [file["path"] for file in second["changes"]["files"]] == ["notes.txt"]  # setup's .env is ignored
+    assert log.read_text() == "setup\n" * setups  # a warm session's worktree is set up once; a recreated one again
 
 
 async def test_a_later_turn_cannot_switch_the_sessions_workspace(tmp_path: Path) -> None:
