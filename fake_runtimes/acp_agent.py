@@ -104,13 +104,14 @@ def _stay_alive_forever() -> NoReturn:
 
 
 def apply_fs_ops(ops: list[list[str]]) -> None:
-    """Edit files in the cwd, in order: ``["write", path, text]``, ``["write_bytes", path, hex]``, ``["delete",
-    path]``, ``["rename", old, new]``, ``["commit", message]`` (``git add -A`` + ``git commit`` in the cwd)."""
+    """Edit files in the cwd, in order: ``["write", path, text]``, ``["append", path, text]``, ``["write_bytes",
+    path, hex]``, ``["delete", path]``, ``["rename", old, new]``, ``["commit", message]`` (``git add -A`` + ``git
+    commit`` in the cwd)."""
     for op in ops:
         verb, *args = op
-        if verb == "write":
+        if verb in ("write", "append"):
             os.makedirs(os.path.dirname(args[0]) or ".", exist_ok=True)
-            with open(args[0], "w", encoding="utf-8") as file:
+            with open(args[0], "w" if verb == "write" else "a", encoding="utf-8") as file:
                 file.write(args[1])
         elif verb == "write_bytes":
             with open(args[0], "wb") as file:
@@ -294,6 +295,8 @@ class _Agent:
             return
         if method != "session/close":
             self.session_id = sid
+            cwd = params.get("cwd")
+            self.session_cwd = cwd if isinstance(cwd, str) else None  # MOCK_ECHO_CWD echoes the resumed cwd too
         self.respond(request_id, {})
 
     def on_prompt(self, request_id: object, params: JsonObject) -> None:
@@ -357,7 +360,7 @@ class _Agent:
         for number in range(1, streamed + 1):  # a slow stream: one chunk per MOCK_STREAM_DELAY_MS, before the answer
             time.sleep(int(_env("MOCK_STREAM_DELAY_MS") or 0) / 1000)
             self.update(sid, _chunk("agent_message_chunk", f"streamed chunk {number}\n"))
-        fs_ops = _env("MOCK_FS_OPS")
+        fs_ops = prompt_text if _flag("MOCK_FS_OPS_FROM_PROMPT") else _env("MOCK_FS_OPS")
         if fs_ops:
             apply_fs_ops(json.loads(fs_ops))
         self.update(sid, _chunk("agent_message_chunk", self.answer_text(prompt_text, probe_text, sid)))

@@ -35,7 +35,8 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
         ├── JobNotFoundError               UNKNOWN_JOB: no background job has that id
         ├── SessionNotFoundError           UNKNOWN_SESSION: no session has that id
         ├── SessionProviderError           SESSION_OTHER_PROVIDER: the session belongs to another provider
-        └── SessionForkError               SESSION_FORK_UNSUPPORTED: the session's agent cannot fork it
+        ├── SessionForkError               SESSION_FORK_UNSUPPORTED: the session's agent cannot fork it
+        └── SessionWorkspaceError          SESSION_WORKSPACE: a turn asked for another workspace than its session's
 
 ``JsonRpcError`` is the peer-level name of ``ChildError`` (the peer's own failures are its four kinds above).
 """
@@ -71,6 +72,7 @@ __all__ = [
     "SessionForkError",
     "SessionNotFoundError",
     "SessionProviderError",
+    "SessionWorkspaceError",
     "StartAbortedError",
     "SubagentHostError",
     "SubagentRunError",
@@ -290,6 +292,12 @@ class SessionForkError(CodedError):
     does)."""
 
     code = "SESSION_FORK_UNSUPPORTED"
+
+
+class SessionWorkspaceError(CodedError):
+    """A later turn asked for another workspace (``shared`` / ``worktree``) than its session's first turn fixed."""
+
+    code = "SESSION_WORKSPACE"
 
 
 def describe_error(error: BaseException) -> str:

@@ -127,6 +127,7 @@ class Host:
             max_warm=config.max_warm_sessions,
             ttl_days=config.session_ttl_days,
             task_group=task_group,
+            workspaces=self._workspaces,
         )
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():

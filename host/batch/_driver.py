@@ -107,7 +107,7 @@ async def open_batch(
         permission: overrides the permission policy of the ACP entries the items use.
         workspace: the workspace of items that set none (default: each entry's ``workspace``). ``worktree`` runs
             each such item in a git worktree of its own; its changes are kept under ``outdir`` (the patch in
-            ``runs/<run_id>.patch``, a ``subagent-host/<run_id>`` branch) and its result line carries ``changes``.
+            ``runs/<run_id>.patch``, a ``subagent-host/<session_id>`` branch) and its result line carries ``changes``.
             On Ray the worktree is made from the repository at the item's ``cwd`` on the worker's node (its branch
             lives there) and the patch and changes file are copied into ``outdir``.
         redo_existing: run ids that already have a result line again.

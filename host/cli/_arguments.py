@@ -34,4 +34,6 @@ def call_arguments(args: argparse.Namespace, entry: EntryConfig, parent_cwd: str
         arguments["session_id"] = session_id
     if args.if_lost != "error":
         arguments["if_lost"] = args.if_lost
+    if args.workspace is not None:  # explicit, so a session's later turn cannot silently switch its workspace
+        arguments["workspace"] = args.workspace
     return arguments

@@ -16,6 +16,7 @@ import anyio
 from host._exceptions import WorkspaceError
 from host.cli._render import neutralise
 from host.cli._support import JSON_SCHEMA_VERSION, json_line
+from host.sessions import sessions_dir
 from host.tools import ChangesApplyValue, apply_text, apply_value
 from host.workspace import Workspaces, patch_path
 
@@ -114,9 +115,14 @@ def reclaim_worktrees_now(state_dir: Path) -> None:
 
 
 def delete_pruned_branches(state_dir: Path, removed: Iterable[str]) -> None:
-    """Delete the branch, patch and changes file of every pruned run, and of kept changes whose record is gone."""
-    runs = state_dir / "runs"
-    orphans = [run_id for run_id in _runs_with_changes(state_dir) if not (runs / f"{run_id}.jsonl").exists()]
+    """Delete the branch, patch and changes file of every pruned run, and of kept changes whose record is gone (a
+    reclaim salvages a session's worktree under the session id: kept while the session file is there)."""
+    runs, sessions = state_dir / "runs", sessions_dir(state_dir)
+    orphans = [
+        run_id
+        for run_id in _runs_with_changes(state_dir)
+        if not (runs / f"{run_id}.jsonl").exists() and not (sessions / f"{run_id}.json").exists()
+    ]
     targets = sorted({*removed, *orphans})
     if targets:
         anyio.run(Workspaces(state_dir).delete_branches, targets)

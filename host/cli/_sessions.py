@@ -4,7 +4,9 @@
 and then every turn as ``runs show`` prints a run, and ``close`` marks the session closed (a later ``run --session``
 then ends ``session-expired``). A host process that holds the session warm honours the file: its reaper takes the
 child down within ``CLOSE_CHECK_INTERVAL_S`` (1 s) plus the child's close, and a call on the session is refused at
-once (``host.sessions._watch``). Exit status: 0 success, 1 no such session, 2 usage error.
+once (``host.sessions._watch``). A ``worktree`` session's worktree is removed here (its branch kept when it holds
+changes) unless a running host holds it; that host removes it when it takes the child down. Exit status: 0 success,
+1 no such session, 2 usage error.
 """
 
 from __future__ import annotations
@@ -14,16 +16,22 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
+from host._exceptions import WorkspaceError
 from host.cli._render import neutralise
 from host.cli._runs import transcript_lines
 from host.cli._support import JSON_SCHEMA_VERSION, json_line
 from host.records import RunNotFoundError, find_run, resolve_state_dir
-from host.sessions import SessionRecord, list_session_files, read_session_file, write_session_file
+from host.sessions import SessionRecord, list_session_files, read_session_file, workspace_of, write_session_file
+from host.workspace import Workspaces
 
 __all__ = ["run_sessions_command"]
 
 _EXIT_OK: Final = 0
 _EXIT_NOT_FOUND: Final = 1
+_IN_USE: Final = "the worktree of session {session_id} is in use by a running host, which removes it when it closes"
+_FAILED: Final = "removing the worktree of session {session_id} failed"
 
 
 def run_sessions_command(args: argparse.Namespace) -> int:
@@ -42,8 +50,22 @@ def run_sessions_command(args: argparse.Namespace) -> int:
         return _show(state_dir, record, as_json=args.json)
     record.state = "closed"
     write_session_file(state_dir, record)
+    if record.worktree is not None and not _retire_worktree(state_dir, record):
+        sys.stderr.write(f"subagent-host: {_IN_USE.format(session_id=record.session_id)}\n")
     _out(f"closed session {record.session_id}\n")
     return _EXIT_OK
+
+
+def _retire_worktree(state_dir: Path, record: SessionRecord) -> bool:
+    """Remove the closed session's worktree (its branch kept when it holds changes); ``False`` when a running host
+    holds it (that host removes it when it closes)."""
+    assert record.worktree is not None
+    saved = workspace_of(record.session_id, record.worktree)
+    try:
+        return anyio.run(Workspaces(state_dir).retire, saved)
+    except (WorkspaceError, OSError):
+        sys.stderr.write(f"subagent-host: {_FAILED.format(session_id=record.session_id)}\n")
+        return True
 
 
 def _summary(record: SessionRecord) -> dict[str, Any]:
@@ -57,6 +79,8 @@ def _summary(record: SessionRecord) -> dict[str, Any]:
         "last_used": record.last_used,
         "cwd": record.cwd,
         "label": record.label,
+        "workspace": record.workspace,
+        "branch": record.worktree.branch if record.worktree is not None else None,
     }
 
 
@@ -95,6 +119,8 @@ def _show(state_dir: Path, record: SessionRecord, *, as_json: bool) -> int:
         f"last used: {neutralise(record.last_used)}",
         f"cwd: {neutralise(record.cwd or '-')}",
     ]
+    if record.worktree is not None:
+        lines.append(f"workspace: worktree on branch {neutralise(record.worktree.branch)}")
     for number, run_id in enumerate(record.runs, start=1):
         lines += ["", f"--- turn {number} ---"]
         try:

@@ -9,9 +9,11 @@ itself, which leaves the session cold. The run layer knows only these protocols;
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
-__all__ = ["SessionLease", "WarmChild"]
+from host.workspace import Workspace
+
+__all__ = ["SessionLease", "WarmChild", "WorktreeLease"]
 
 
 class WarmChild(Protocol):
@@ -76,4 +78,32 @@ class SessionLease(Protocol):
 
     def keep(self, child: WarmChild) -> None:
         """Hand a live, settled child back to the session at the end of the turn (the session owns it now)."""
+        ...
+
+
+@runtime_checkable
+class WorktreeLease(Protocol):
+    """What a ``worktree`` turn borrows besides its child: the session's one worktree (docs/behaviour.md#workspaces).
+
+    The session owns the worktree between turns, as it owns the warm child; a turn works in it and records its
+    delta. Every attribute is a host-side fact.
+    """
+
+    @property
+    def session_id(self) -> str:
+        """The host-minted session id (the worktree's owner: branch ``subagent-host/<session_id>``)."""
+        ...
+
+    async def worktree(self) -> Workspace | None:
+        """The worktree this host holds for the session (``None``: none yet, it was removed when the session went
+        cold, or another host made it); waits for a removal under way to finish."""
+        ...
+
+    @property
+    def saved_worktree(self) -> Workspace | None:
+        """The session's worktree as its file describes it, to recreate (``None``: the session has none yet)."""
+        ...
+
+    def hold_worktree(self, workspace: Workspace) -> None:
+        """The session owns ``workspace`` from now on (written into its file at once; removed at its close)."""
         ...

@@ -5,8 +5,13 @@ the child starts (startup errors raise, nothing left behind), the entry's ``setu
 run ``error`` with stage ``workspace``, category ``setup-failed``, and no child is started), the child started with
 the worktree as its cwd. After the turn (the first ``result()``) the delta is recorded: a ``changes`` transcript
 event after ``run/end`` and one host-built line at the end of the output. ``dispose`` removes the worktree; the
-branch stays when there were changes. A session keeps its worktree across turns by calling ``host.workspace``
-itself (``acquire`` / ``after_turn`` / ``release`` with its session id as owner).
+branch stays when there were changes.
+
+A session's turn (its request carries a ``WorktreeLease``) works in the session's one worktree instead, owned by the
+session id: the one this host holds, else the one the session file describes, recreated from its branch
+(``Workspaces.reopen``), else a new one (the session's first turn), which the session then holds
+(``hold_worktree``). The delta is recorded after every turn as for a one-shot run; ``dispose`` keeps the worktree
+(the session removes it when it is closed).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from host.diagnostics import AcpFailureFacts, SubagentResult, acp_diagnostic, sd
 from host.process import ProcessOutcome, build_child_env
 from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.run._entry_provider import resolve_child_cwd
+from host.run._lease import WorktreeLease
 from host.run._lifecycle import new_run_id
 from host.stream import EventFrame, FrameObserver, ProviderKind, RunJournal, TranscriptEvent
 from host.workspace import Changes, Workspace, Workspaces, changes_line
@@ -108,6 +114,8 @@ class WorkspaceProvider:
         except ConfigError:
             return await self._inner.start(request)  # raises the kind's own configuration failure
         run_id = request.run_id or new_run_id()
+        if isinstance(request.lease, WorktreeLease):
+            return await self._start_session_turn(dataclasses.replace(request, run_id=run_id), request.lease, cwd)
         box: list[Workspace] = []
         setup_ok = True
         try:
@@ -132,6 +140,48 @@ class WorkspaceProvider:
             raise
         return _WorktreeRun(run, workspace, self._workspaces, request.on_frame)
 
+    async def _start_session_turn(self, request: SubagentRequest, lease: WorktreeLease, cwd: str) -> SubagentRun:
+        """A turn in the session's worktree (made or recreated first when this host holds none)."""
+        entry = self._entry
+        assert request.run_id is not None
+        workspace = await lease.worktree()
+        saved = lease.saved_worktree
+        made: list[Workspace] = []
+        if workspace is None:
+            setup_ok = True
+            try:
+                with anyio.CancelScope() as scope:
+                    remove = request.signal.add_listener(lambda _signal: scope.cancel())
+                    try:
+                        if saved is None:
+                            owner = lease.session_id
+                            max_bytes = entry.max_baseline_bytes
+                            made.append(await self._workspaces.acquire(cwd, owner, max_baseline_bytes=max_bytes))
+                        else:
+                            made.append(await self._workspaces.reopen(saved))
+                        setup_ok = await self._run_setup(made[0])
+                    finally:
+                        remove()
+                if scope.cancel_called:
+                    raise StartAbortedError(_ABORTED[entry.kind])
+                if not setup_ok:
+                    await self._workspaces.release(made[0], keep_branch=saved is not None)
+                    return _SetupFailedRun(request.run_id, entry, request.on_frame, made[0].setup_output)
+            except BaseException:
+                if made:  # a recreated worktree's branch is the session's work: it stays
+                    await self._workspaces.release(made[0], keep_branch=saved is not None)
+                raise
+            workspace = made[0]
+        try:
+            run = await self._inner.start(dataclasses.replace(request, cwd=workspace.cwd))
+        except BaseException:
+            if made:
+                await self._workspaces.release(workspace, keep_branch=saved is not None)
+            raise
+        if made:
+            lease.hold_worktree(workspace)  # the session owns it now: removed when it goes cold or is closed
+        return _WorktreeRun(run, workspace, self._workspaces, request.on_frame, owns_worktree=False)
+
     async def _run_setup(self, workspace: Workspace) -> bool:
         entry = self._entry
         if entry.setup is None:
@@ -145,12 +195,20 @@ class WorkspaceProvider:
 
 
 class _WorktreeRun:
-    """A run in a worktree: its first ``result()`` records the turn's delta; ``dispose`` removes the worktree."""
+    """A run in a worktree: its first ``result()`` records the turn's delta; ``dispose`` removes the worktree
+    unless a session owns it."""
 
     def __init__(
-        self, inner: SubagentRun, workspace: Workspace, workspaces: Workspaces, on_frame: FrameObserver | None
+        self,
+        inner: SubagentRun,
+        workspace: Workspace,
+        workspaces: Workspaces,
+        on_frame: FrameObserver | None,
+        *,
+        owns_worktree: bool = True,
     ) -> None:
         self._inner = inner
+        self._owns_worktree = owns_worktree
         self._workspace = workspace
         self._workspaces = workspaces
         self._on_frame = on_frame
@@ -216,7 +274,8 @@ class _WorktreeRun:
                 with anyio.CancelScope(shield=True):
                     if self._result is None:
                         await self.result()
-                    await self._workspaces.release(self._workspace)
+                    if self._owns_worktree:  # a session's turn leaves it to the session
+                        await self._workspaces.release(self._workspace)
 
 
 class _SetupFailedRun:

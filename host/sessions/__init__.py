@@ -1,7 +1,8 @@
 """Sessions: a parent continues a conversation with the same child across calls (docs/behaviour.md#sessions).
 
 ``SessionTable`` (one per ``Host``) owns every session and its warm child between turns, with one reaper for the
-idle, LRU and TTL rules; a turn is a run that borrows the child through a ``TurnLease``. Session files live under
+idle, LRU and TTL rules; a turn is a run that borrows the child (and a ``worktree`` session's worktree) through a
+``TurnLease``. Session files live under
 ``<state>/sessions/`` (``_store``).
 """
 
@@ -13,6 +14,7 @@ from host.sessions._store import (
     SESSION_ID_BYTES,
     SessionRecord,
     SessionState,
+    SessionWorktree,
     is_session_id,
     list_session_files,
     newest_session,
@@ -21,6 +23,7 @@ from host.sessions._store import (
     write_session_file,
 )
 from host.sessions._table import SESSION_WAIT_ABORTED, SessionTable
+from host.sessions._worktrees import workspace_of
 
 __all__ = [
     "FORK_UNSUPPORTED",
@@ -30,6 +33,7 @@ __all__ = [
     "SessionRecord",
     "SessionState",
     "SessionTable",
+    "SessionWorktree",
     "TurnLease",
     "fork_unsupported",
     "is_session_id",
@@ -38,5 +42,6 @@ __all__ = [
     "read_session_file",
     "session_expired",
     "sessions_dir",
+    "workspace_of",
     "write_session_file",
 ]

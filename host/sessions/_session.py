@@ -15,6 +15,8 @@ import anyio
 
 from host.run._lease import WarmChild
 from host.sessions._store import SessionCapability, SessionRecord
+from host.sessions._worktrees import SessionWorktrees, workspace_of
+from host.workspace import Workspace
 
 __all__ = ["Session", "TurnLease"]
 
@@ -43,10 +45,19 @@ class Session:
 
 
 class TurnLease:
-    """What one turn borrows from its session (implements ``SessionLease``)."""
+    """What one turn borrows from its session (implements ``SessionLease`` and ``WorktreeLease``)."""
 
-    def __init__(self, session: Session, *, fork_of: str | None, if_lost_new: bool, warm: WarmChild | None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        fork_of: str | None,
+        if_lost_new: bool,
+        warm: WarmChild | None,
+        worktrees: SessionWorktrees | None = None,
+    ) -> None:
         self._session = session
+        self._worktrees = worktrees
         self._fork_of = fork_of
         self._if_lost_new = if_lost_new
         self._warm = warm
@@ -102,3 +113,19 @@ class TurnLease:
     def keep(self, child: WarmChild) -> None:
         """The session owns ``child`` again."""
         self._session.warm = child
+
+    async def worktree(self) -> Workspace | None:
+        """The worktree this host holds for the session (after a removal under way has finished)."""
+        return await self._worktrees.live(self._session.id) if self._worktrees is not None else None
+
+    @property
+    def saved_worktree(self) -> Workspace | None:
+        """The session's worktree as its file describes it."""
+        facts = self._session.record.worktree
+        return workspace_of(self._session.id, facts) if facts is not None else None
+
+    def hold_worktree(self, workspace: Workspace) -> None:
+        """The session owns ``workspace`` from now on."""
+        if self._worktrees is None:
+            raise RuntimeError("this session table keeps no worktrees")
+        self._worktrees.hold(self._session.record, workspace)

@@ -24,6 +24,7 @@ __all__ = [
     "SessionCapability",
     "SessionRecord",
     "SessionState",
+    "SessionWorktree",
     "delete_session_file",
     "is_session_id",
     "list_session_files",
@@ -63,6 +64,26 @@ def is_session_id(value: str) -> bool:
     return _ID_SHAPE.fullmatch(value) is not None
 
 
+class SessionWorktree(BaseModel):
+    """Where a ``worktree`` session works: enough to recreate its worktree from its branch in any later host."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    repo: str
+    """The parent repository's top directory."""
+    common_dir: str
+    git_dir: str
+    prefix: str
+    """The child's cwd relative to the top (it starts in the same subdirectory of the worktree)."""
+    path: str
+    """``<state>/worktrees/<session_id>``."""
+    branch: str
+    """``subagent-host/<session_id>``: every turn is committed on it."""
+    base: str
+    """The baseline commit (the parent's tree when the session's first turn started)."""
+    base_tree: str
+
+
 class SessionRecord(BaseModel):
     """What a session file holds (docs/behaviour.md#sessions)."""
 
@@ -84,6 +105,10 @@ class SessionRecord(BaseModel):
     one yet, e.g. a file an older host wrote)."""
     runs: list[str] = []
     """The run id of every turn, oldest first."""
+    workspace: Literal["shared", "worktree"] | None = None
+    """The session's workspace, fixed by its first turn (``None``: a file from before workspaces were recorded)."""
+    worktree: SessionWorktree | None = None
+    """A ``worktree`` session's worktree, once its first turn made it."""
 
 
 def sessions_dir(state_dir: Path) -> Path:

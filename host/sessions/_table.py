@@ -34,6 +34,8 @@ from host.sessions._store import (
     seconds_since,
 )
 from host.sessions._watch import CLOSE_CHECK_INTERVAL_S, honour_close, stamp_of, write_watched
+from host.sessions._worktrees import SessionWorktrees
+from host.workspace import Workspaces
 
 __all__ = [
     "MAX_COLD_IN_MEMORY",
@@ -54,7 +56,9 @@ MAX_COLD_IN_MEMORY: Final = 1024
 class SessionTable:
     """Every session of one host: in memory while used, on disk (``<state>/sessions/``) when a state dir is given."""
 
-    def __init__(self, *, state_dir: Path | None, max_warm: int, ttl_days: int, task_group: TaskGroup) -> None:
+    def __init__(
+        self, *, state_dir: Path | None, max_warm: int, ttl_days: int, task_group: TaskGroup, workspaces: Workspaces
+    ) -> None:
         self._state_dir = state_dir
         self._max_warm = max_warm
         self.ttl_days: Final = ttl_days
@@ -66,6 +70,7 @@ class SessionTable:
         self._cooled = anyio.Event()
         self._closed = False
         self._reaper_scope = anyio.CancelScope()
+        self._worktrees = SessionWorktrees(workspaces, task_group, persist=self._persist)
 
     def start(self) -> None:
         """Start the reaper in the host's task group (it sweeps expired session files first)."""
@@ -158,7 +163,7 @@ class SessionTable:
             if warm is not None and (not warm.alive or session.record.state == "closed"):
                 self._cool_child(warm)
                 warm = None
-            lease = TurnLease(session, fork_of=fork_of, if_lost_new=if_lost_new, warm=warm)
+            lease = TurnLease(session, fork_of=fork_of, if_lost_new=if_lost_new, warm=warm, worktrees=self._worktrees)
             if warm is None and self._is_lost(session):
                 if not if_lost_new:
                     raise session_expired(session.record.kind)
@@ -216,6 +221,7 @@ class SessionTable:
         finally:
             session.busy = False
             session.lock.release()
+        self._worktrees.settle(session)
         self._evict_over_bound()
         self._release_memory(session)
         self._wake.set()
@@ -247,6 +253,7 @@ class SessionTable:
         if session.warm is not None:
             self._cool_child(session.warm)
             session.warm = None
+        self._worktrees.settle(session)
         self._persist(session.record)
         self._release_memory(session)
         return session.record
@@ -281,6 +288,7 @@ class SessionTable:
                 if session is not None and (session.busy or session.warm is not None):
                     continue
                 self._sessions.pop(record.session_id, None)
+                self._worktrees.close_soon(record)
                 assert self._state_dir is not None
                 try:
                     delete_session_file(self._state_dir, record.session_id)
@@ -298,6 +306,7 @@ class SessionTable:
             victims.append(session.warm)
             session.warm = None
             session.record.state = "cold"
+            self._worktrees.settle(session)
             self._persist(session.record)
         if victims:
             with anyio.CancelScope(shield=True):
@@ -324,6 +333,7 @@ class SessionTable:
         if session.record.state != "closed":
             session.record.state = "cold"
         self._persist(session.record)
+        self._worktrees.settle(session)
         if child is not None:
             self._cool_child(child)
         self._release_memory(session)
@@ -370,6 +380,7 @@ class SessionTable:
                     self._go_cold(session)
             if self._cooling:
                 await self._cooled.wait()
+            await self._worktrees.aclose()  # after the children: none of them works in a worktree any more
 
     # -- files ----------------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final, Literal
 
 import anyio
@@ -208,13 +208,12 @@ def create_delegation_tool(
     async def delegate(args: DelegateArgs, ctx: ToolRunContext) -> JsonValue:
         hooks = hooks_of(ctx) if hooks_of is not None else None
         on_frame = hooks.on_frame if hooks is not None else None
-        changes = _ChangesCapture(on_frame) if (args.workspace or entry.workspace) == "worktree" else None
         request = SubagentRequest(
             label=args.label or entry.name,
             prompt=[{"type": "text", "text": args.task}],
             signal=ctx.signal,
             parent_cwd=parent_cwd_of(ctx.agent) if parent_cwd_of is not None else None,
-            on_frame=changes.observe if changes is not None else on_frame,
+            on_frame=on_frame,
             workspace=args.workspace,
             traceparent=valid_traceparent(hooks.traceparent) if hooks is not None else None,
         )
@@ -227,6 +226,11 @@ def create_delegation_tool(
             SessionArgs(args.session_id, args.fork_session_id, args.if_lost == "new", args.label, args.workspace),
             on_session=hooks.on_session if hooks is not None else None,
         )
+        # A session's later turn works where its first did, whatever the entry's default (SessionTurn.workspace).
+        mode = turn.workspace if turn is not None else (args.workspace or entry.workspace)
+        changes = _ChangesCapture(on_frame) if mode == "worktree" else None
+        if changes is not None:
+            request = replace(request, on_frame=changes.observe)
         start_run: Callable[[SubagentRequest], Awaitable[SubagentRun]] = (
             provider.start if turn is None else lambda request: turn.start(provider, request)
         )

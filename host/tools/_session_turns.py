@@ -12,8 +12,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Final
 
-from host._exceptions import RunFailure, SubagentHostError
-from host.config import EntryConfig
+from host._exceptions import RunFailure, SessionWorkspaceError, SubagentHostError
+from host.config import EntryConfig, WorkspaceMode
 from host.diagnostics import SubagentResult
 from host.run._contracts import Provider, SubagentRequest, SubagentRun
 from host.sessions import Session, SessionTable, TurnLease, fork_unsupported
@@ -21,6 +21,7 @@ from host.stream import TranscriptEvent
 
 __all__ = [
     "CONTEXT_RESET_TEXT",
+    "OTHER_WORKSPACE",
     "SESSIONS_UNAVAILABLE",
     "SESSION_TEXT",
     "SessionArgs",
@@ -38,6 +39,8 @@ SESSION_TEXT: Final = (
 """The session paragraph of every delegation tool description (docs/behaviour.md#sessions)."""
 _IDLE_WARM: Final = "The child stays alive for {idle} after a turn, so a follow-up within that time is fast."
 _IDLE_ZERO: Final = "The child is stopped after each turn, so every follow-up resumes it."
+OTHER_WORKSPACE: Final = 'session {session_id} works in workspace "{has}"; a later turn cannot switch it to "{asked}"'
+"""A turn's explicit ``workspace`` differs from its session's (fixed by the session's first turn)."""
 SESSIONS_UNAVAILABLE: Final = "sessions unavailable"
 """Raised by a call naming a session when the host keeps no session table."""
 
@@ -71,7 +74,7 @@ class SessionArgs:
     fork_session_id: str | None
     if_lost_new: bool
     label: str | None
-    workspace: str | None
+    workspace: WorkspaceMode | None
 
 
 def open_session_turn(
@@ -88,14 +91,14 @@ def open_session_turn(
     Raises:
         SessionNotFoundError | SessionProviderError: the named session is unknown or another provider's.
         SessionForkError: the fork source's agent is known not to fork (a DSH SDK runtime never does).
+        SessionWorkspaceError: the call's ``workspace`` differs from the named session's.
         SubagentHostError: a session was named and the host keeps no sessions.
     """
     if sessions is None:
         if args.session_id is not None or args.fork_session_id is not None:
             raise SubagentHostError(SESSIONS_UNAVAILABLE)
         return None
-    # A worktree turn's child works in that turn's own worktree: it is not kept warm (the session resumes cold).
-    idle_ms = 0.0 if (args.workspace or entry.workspace) == "worktree" else entry.session_idle_ms
+    idle_ms = entry.session_idle_ms
     session, fork_of = sessions.resolve(
         provider=provider.name,
         kind=provider.kind,
@@ -107,6 +110,12 @@ def open_session_turn(
     )
     if on_session is not None:
         on_session(session.id)
+    # The first turn fixes the session's workspace; a later one inherits it, and may not ask for the other.
+    has = session.record.workspace
+    if has is None:
+        has = session.record.workspace = args.workspace or entry.workspace
+    elif args.workspace is not None and args.workspace != has:
+        raise SessionWorkspaceError(OTHER_WORKSPACE.format(session_id=session.id, has=has, asked=args.workspace))
     fork_source = args.fork_session_id
     return SessionTurn(
         sessions, session, idle_ms=idle_ms, fork_of=fork_of, if_lost_new=args.if_lost_new, fork_source=fork_source
@@ -135,6 +144,11 @@ class SessionTurn:
         self.lease: TurnLease | None = None
 
     @property
+    def workspace(self) -> WorkspaceMode:
+        """Where the turn works: its session's workspace."""
+        return self.session.record.workspace or "shared"
+
+    @property
     def context_reset(self) -> bool:
         """Whether this turn had to start a fresh agent session (``if_lost: "new"``)."""
         return self.lease is not None and self.lease.context_reset
@@ -157,7 +171,7 @@ class SessionTurn:
         )
         self.lease = lease
         try:
-            run = await provider.start(dataclasses.replace(request, lease=lease))
+            run = await provider.start(dataclasses.replace(request, lease=lease, workspace=self.workspace))
         except BaseException as exc:
             self._table.end_turn(self.session, lease, None)
             if lease.fork_refused and self._fork_source is not None and isinstance(exc, RunFailure):

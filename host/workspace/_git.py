@@ -49,6 +49,8 @@ WorkspaceErrorKind = Literal[
     "lock-timeout",
     "no-changes-recorded",
     "apply-conflict",
+    "worktree-in-use",
+    "worktree-lost",
 ]
 """The closed set of ``WorkspaceError.kind`` values."""
 

@@ -29,8 +29,10 @@ from host.workspace._baseline import (
 )
 from host.workspace._changes import Changes
 from host.workspace._git import RepoLocks, check_git_version, git
+from host.workspace._reopen import WORKTREE_IN_USE, WORKTREE_LOST, reopen_worktree, retire_branch
 from host.workspace._store import patch_path, read_changes_file, remove_run_files
 from host.workspace._worktree import (
+    BRANCH_PREFIX,
     SetupOutcome,
     Workspace,
     branch_of,
@@ -48,6 +50,11 @@ logger = logging.getLogger(__name__)
 _NO_CHANGES: Final = "run {run_id} kept no changes to apply"
 _STALE_HALF_MADE_S: Final = 3600.0
 """A directory under ``worktrees/`` that never became a worktree is removed once it is this old."""
+
+
+def branch_of_run(run_id: str) -> str:
+    """The branch of a one-shot run (its own, shared with no other run)."""
+    return BRANCH_PREFIX + run_id
 
 
 def _remove_if_stale(path: Path) -> None:
@@ -101,6 +108,60 @@ class Workspaces:
         keep = workspace.changed if keep_branch is None else keep_branch
         with anyio.CancelScope(shield=True):
             await remove_worktree(workspace, self._locks, keep_branch=keep)
+
+    def _branches_kept(self, pruned: set[str]) -> set[str]:
+        """The branches the kept changes files of runs not in ``pruned`` name."""
+        kept: set[str] = set()
+        try:
+            names = os.listdir(self._runs)
+        except OSError:
+            return kept
+        for name in names:
+            run_id = name.removesuffix(".changes.json")
+            if run_id != name and run_id not in pruned:
+                stored = read_changes_file(self._runs, run_id)
+                if stored is not None:
+                    kept.add(stored.changes.branch)
+        return kept
+
+    async def reopen(self, saved: Workspace) -> Workspace:
+        """A session's worktree again, as ``saved`` (the facts its session file keeps) describes it: checked out at
+        ``<state>/worktrees/<owner>`` on its branch, locked for this host. A leftover of a dead host there is
+        salvaged first (as ``reclaim`` does).
+
+        Raises:
+            WorkspaceError: ``worktree-in-use`` (a live host holds it), ``worktree-lost`` (the repository, the
+                branch and the baseline are gone), git missing or failed; nothing is left behind.
+            ValueError: ``saved.owner`` cannot name a branch and a directory.
+        """
+        branch_of(saved.owner)
+        path = self._root / saved.owner
+        if Path(saved.path) != path:  # the file names another state directory's worktree
+            raise WorkspaceError(
+                WORKTREE_LOST.format(owner=saved.owner, branch=saved.branch, repo=saved.repo.toplevel),
+                "worktree-lost",
+            )
+        await check_git_version()
+        if (path / ".git").is_file():
+            if not await self._reclaim_one(path):
+                raise WorkspaceError(WORKTREE_IN_USE.format(owner=saved.owner), "worktree-in-use")
+        elif path.exists():
+            await anyio.to_thread.run_sync(shutil.rmtree, path, True)  # a directory that never became a worktree
+        self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return await reopen_worktree(saved, self._locks)
+
+    async def retire(self, saved: Workspace) -> bool:
+        """Close a session's worktree that this host does not hold: a dead host's leftover is salvaged and removed,
+        then the branch is deleted unless it holds changes. ``False`` (nothing done) when a live host holds it.
+
+        Raises:
+            WorkspaceError: git failed.
+        """
+        path = self._root / saved.owner
+        if (path / ".git").is_file() and not await self._reclaim_one(path):
+            return False
+        await retire_branch(saved, self._locks)
+        return True
 
     async def reclaim(self) -> list[str]:
         """Salvage and remove every worktree whose lock names a dead host: its delta is kept as
@@ -164,9 +225,18 @@ class Workspaces:
         return await apply_patch(stored.repo, patch, stored.changes.files, self._scratch, check_only=check_only)
 
     async def delete_branches(self, run_ids: Iterable[str]) -> None:
-        """Delete the branches (and the patch and changes files) of runs being pruned."""
-        for run_id in run_ids:
+        """Delete the branches (and the patch and changes files) of runs being pruned. A session's branch is shared
+        by its turns: it stays while a kept changes file of another run names it."""
+        pruned = list(run_ids)
+        shared: set[str] | None = None
+        for run_id in pruned:
             stored = read_changes_file(self._runs, run_id)
+            branch = stored.changes.branch if stored is not None else ""
+            if stored is not None and branch != branch_of_run(run_id):
+                shared = shared if shared is not None else self._branches_kept(set(pruned))
+                if branch in shared:
+                    remove_run_files(self._runs, run_id)
+                    continue
             if stored is not None and stored.changes.branch.startswith("subagent-host/"):
                 try:
                     repo = await probe_repository(stored.repo)

@@ -33,6 +33,7 @@ __all__ = [
     "SetupOutcome",
     "Workspace",
     "branch_of",
+    "copy_included",
     "create_worktree",
     "dead_lock_reason",
     "lock_reason",
@@ -301,3 +302,7 @@ async def remove_worktree(workspace: Workspace, locks: RepoLocks, *, keep_branch
         await git(["worktree", "prune"], cwd=common, check=False)
         if not keep_branch:
             await git(["branch", "-D", workspace.branch], cwd=common, check=False)
+
+
+copy_included = _copy_included
+"""Copy into ``target`` the ignored files of ``source`` that its ``.worktreeinclude`` names (a reopened worktree)."""

@@ -18,6 +18,7 @@ import pytest
 from host import BatchItem, RayExecutor, load_config, open_batch
 from host.batch._ray import CWD_NOT_ON_NODE
 from host.batch._run_files import INLINE_FILE_BYTES, worker_state_dir
+from host.sessions import is_session_id
 from tests.batch._helpers import acp_entry, result_lines, run_batch, tasks_file, write_config
 from tests.conftest import MARKER_NAME
 from tests.workspace._helpers import fs_ops, git, host_cli, make_repo, our_branches, worktree_paths
@@ -54,10 +55,11 @@ def _editors(tmp_path: Path) -> Path:
 
 def _shape(line: dict[str, Any]) -> dict[str, Any]:
     shaped = {key: value for key, value in line.items() if key not in ("run_id", "duration_ms")}
-    # The changes line of the output names the run's branch.
-    shaped["output"] = [{**block, "text": block["text"].replace(line["run_id"], "RUN")} for block in line["output"]]
+    # The changes line of the output names the branch: the item's session's (docs/behaviour.md#workspaces-sessions).
+    branch = line["changes"]["branch"]
+    shaped["output"] = [{**block, "text": block["text"].replace(branch, "BRANCH")} for block in line["output"]]
     changes = dict(shaped["changes"])
-    assert changes.pop("branch") == f"subagent-host/{line['run_id']}"
+    assert is_session_id(changes.pop("branch").removeprefix("subagent-host/"))
     del changes["base"]  # a baseline commit of the user's tree, made per run
     shaped["changes"] = changes
     return shaped

@@ -17,6 +17,15 @@ from tests.workspace._helpers import fs_ops, git, host_cli, make_repo, our_branc
 pytestmark = pytest.mark.anyio
 
 
+def _session_of(outdir: Path, run_id: str) -> str:
+    """The session id the run's ``run/start`` record names."""
+    for line in (outdir / "runs" / f"{run_id}.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") == "run/start":
+            return str(record["data"]["session_id"])
+    raise AssertionError("no run/start record")
+
+
 def _two_editors(tmp_path: Path) -> Path:
     return write_config(
         tmp_path,
@@ -52,7 +61,7 @@ async def test_worktree_items_edit_in_parallel_and_runs_apply_reproduces_a_patch
     first, second = lines["first"]["changes"], lines["second"]["changes"]
     assert first["files"] == [{"path": "a.txt", "status": "modified", "insertions": 1, "deletions": 1}]
     assert sorted((f["path"], f["status"]) for f in second["files"]) == [("b.txt", "deleted"), ("new.txt", "added")]
-    assert first["branch"] == f"subagent-host/{lines['first']['run_id']}"
+    assert first["branch"] == f"subagent-host/{_session_of(outdir, lines['first']['run_id'])}"  # the item's session
     assert "changes" not in lines["third"]  # item field "shared" beats --workspace worktree
     assert (tmp_path / "x" / "a.txt").read_text() == "one\nTWO by child one\nthree\n"  # it ran in its own cwd
     # The parent's tree is untouched; only our branches were added; no worktree is left.

@@ -27,6 +27,7 @@ __all__ = [
     "make_repo",
     "our_branches",
     "user_state",
+    "wait_until_removed",
     "worktree_config",
     "worktree_paths",
 ]
@@ -117,3 +118,12 @@ async def host_cli(*args: str, cwd: Path, env: Mapping[str, str] | None = None) 
         return await anyio.run_process(
             [CONSOLE_SCRIPT, *args], cwd=cwd, env=dict(env) if env is not None else cli_env(), check=False
         )
+
+
+async def wait_until_removed(path: Path) -> None:
+    """Poll until ``path`` is gone (a session's worktree is removed in the host's task group; callers bound this
+    with ``fail_after``)."""
+    while True:
+        if not await anyio.Path(path).exists():
+            return
+        await anyio.sleep(0.02)

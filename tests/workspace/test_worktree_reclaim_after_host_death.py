@@ -31,7 +31,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def _killed_mid_run(tmp_path: Path, repo: Path, state: Path) -> str:
-    """Start a worktree run whose child edits and then hangs; SIGKILL the host; return the run id."""
+    """Start a worktree run whose child edits and then hangs; SIGKILL the host; return the worktree's owner (the
+    call's session id, which names its directory, its branch and the salvaged patch)."""
     ready = tmp_path / "ready"
     ops = fs_ops(["write", "salvaged.txt", "kept\n"], ["write", "a.txt", "one\nTWO\nthree\n"])
     config = worktree_config(

@@ -62,7 +62,7 @@ async def test_two_parallel_children_edit_one_file_and_the_second_apply_conflict
     one, two = results["one"], results["two"]
     for result in (one, two):
         changes = result["changes"]
-        assert changes["branch"] == "subagent-host/" + result["run_id"]
+        assert changes["branch"] == "subagent-host/" + result["session_id"]  # every call is a session's turn
         assert changes["files"] == [{"path": "a.txt", "status": "modified", "insertions": 1, "deletions": 1}]
         assert (changes["insertions"], changes["deletions"]) == (1, 1)
         line = f"\n[changes: 1 file, +1 -1 on branch {changes['branch']}; apply with changes_apply]"
@@ -172,15 +172,17 @@ async def test_runs_prune_deletes_the_branches_and_patches_of_the_runs_it_remove
     config = worktree_config(tmp_path, repo, {"child": {"MOCK_FS_OPS": fs_ops(["write", "new.txt", "n\n"])}})
     state = tmp_path / "state"
     run_ids: list[str] = []
+    session_ids: list[str] = []
     for _ in range(2):
         done = await host_cli("run", "--config", str(config), "--state-dir", str(state), "--json", "go", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         run_ids.append(_json(done.stdout)["run_id"])
-    assert sorted(our_branches(repo)) == sorted(f"subagent-host/{run_id}" for run_id in run_ids)
+        session_ids.append(_json(done.stdout)["session_id"])
+    assert sorted(our_branches(repo)) == sorted(f"subagent-host/{session_id}" for session_id in session_ids)
     pruned = await host_cli("runs", "prune", "--keep", "1", "--state-dir", str(state), cwd=tmp_path)
     assert pruned.returncode == 0, pruned.stderr
     older, newer = run_ids
-    assert our_branches(repo) == [f"subagent-host/{newer}"]
+    assert our_branches(repo) == [f"subagent-host/{session_ids[1]}"]
     assert not (state / "runs" / f"{older}.patch").exists()
     assert not (state / "runs" / f"{older}.changes.json").exists()
     assert (state / "runs" / f"{newer}.patch").is_file()
