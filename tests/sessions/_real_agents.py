@@ -22,6 +22,7 @@ import hashlib
 import json
 import re
 import threading
+import uuid
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,7 @@ from tests.server._parent_helpers import NPM_PREFIX, LoopbackApi, Reply, install
 __all__ = [
     "CLAUDE_AGENT_ACP",
     "CODEX_ACP",
+    "DUMMY_KEY",
     "STALL",
     "ConversationApi",
     "MessagesConversation",
@@ -51,6 +53,8 @@ _TOKEN: Final = re.compile(r"tok-[0-9a-f]{8,}")
 # How long a stalled request waits for release() at most (a test that forgot to release still ends).
 _STALL_LIMIT_S: Final = 60.0
 _API_KEY_VARIABLE: Final = "SCRIPTED_MODEL_API_KEY"
+DUMMY_KEY: Final = f"sk-dummy-{uuid.uuid4().hex}"
+"""The agents' model API key: unique, so a test can prove it never reaches a result, a diagnostic or a record."""
 
 
 def reply_for(token: str) -> str:
@@ -145,10 +149,10 @@ class ResponsesConversation(ConversationApi):
         if not path.rstrip("/").endswith("/responses"):
             return 404, "text/plain", b""
         response_id = f"resp_{len(self._api.requests('/responses'))}"
-        text = [{"type": "output_text", "text": self._answer(body), "annotations": []}]
-        item = {"type": "message", "role": "assistant", "id": f"msg_{response_id}", "content": text}
+        text: list[dict[str, Any]] = [{"type": "output_text", "text": self._answer(body), "annotations": []}]
+        item: dict[str, Any] = {"type": "message", "role": "assistant", "id": f"msg_{response_id}", "content": text}
         usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
-        events = [
+        events: list[dict[str, Any]] = [
             {"type": "response.created", "response": {"id": response_id}},
             {"type": "response.output_item.done", "item": item},
             {"type": "response.completed", "response": {"id": response_id, "usage": usage}},
@@ -213,21 +217,24 @@ def tap_log(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def agent_entry(
-    agent: str, tmp_path: Path, api: ConversationApi, closed_port: int, **settings: Any
+    agent: str, tmp_path: Path, api: ConversationApi, closed_port: int, *, home: str = "home", **settings: Any
 ) -> dict[str, Any]:
-    """An ``acp`` entry running ``agent`` (``codex`` or ``claude``) offline behind the wire tap."""
-    home = tmp_path / "home"
-    home.mkdir(mode=0o700, exist_ok=True)
+    """An ``acp`` entry running ``agent`` (``codex`` or ``claude``) offline behind the wire tap.
+
+    The agent's HOME (where it keeps its sessions) is ``tmp_path / home``; the tap logs to ``tmp_path``.
+    """
+    home_dir = tmp_path / home
+    home_dir.mkdir(mode=0o700, exist_ok=True)
     variables: Mapping[str, str]
     if agent == "codex":
         launcher = installed_parent(CODEX_ACP)
-        _codex_config(home / ".codex", api.base_url)
-        variables = {"CODEX_HOME": str(home / ".codex"), _API_KEY_VARIABLE: "dummy"}
+        _codex_config(home_dir / ".codex", api.base_url)
+        variables = {"CODEX_HOME": str(home_dir / ".codex"), _API_KEY_VARIABLE: DUMMY_KEY}
     else:
         launcher = installed_parent(CLAUDE_AGENT_ACP)
         variables = {
             "ANTHROPIC_BASE_URL": api.base_url,
-            "ANTHROPIC_API_KEY": "dummy",
+            "ANTHROPIC_API_KEY": DUMMY_KEY,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
@@ -238,6 +245,6 @@ def agent_entry(
         "command": PYTHON,
         "args": [str(WIRE_TAP), str(tmp_path / "wire.jsonl"), "--", str(launcher)],
         "inherit_env": "minimal",
-        "env": offline_env(home, closed_port, variables),
+        "env": offline_env(home_dir, closed_port, variables),
         **settings,
     }

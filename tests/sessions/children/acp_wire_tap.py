@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Any
+from typing import Any, cast
 
 
 def _entry(line: bytes) -> dict[str, Any] | None:
@@ -26,13 +26,14 @@ def _entry(line: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(message, dict):
         return None
+    fields = cast(dict[str, Any], message)
     entry: dict[str, Any] = {"tap": os.getpid()}
-    if "method" in message:
-        params = message.get("params")
-        entry |= {"method": message["method"], "id": message.get("id")}
-        entry["sessionId"] = params.get("sessionId") if isinstance(params, dict) else None
+    if "method" in fields:
+        params = fields.get("params")
+        entry |= {"method": fields["method"], "id": fields.get("id")}
+        entry["sessionId"] = cast(dict[str, Any], params).get("sessionId") if isinstance(params, dict) else None
     else:
-        entry["response"] = message.get("id")
+        entry["response"] = fields.get("id")
     return entry
 
 
