@@ -1,18 +1,22 @@
-"""Sessions on the wire with real ACP agents from npm: codex-acp and claude-agent-acp, each against a loopback fake
-of its model API (``_real_agents.py``), through the public ``Host`` API.
+"""Sessions on the wire with real ACP agents from npm: codex-acp, claude-agent-acp and opencode, each against a
+loopback fake of its model API (``_real_agents.py``), through the public ``Host`` API.
 
 Each agent must keep its context the way the host's contract says (docs/behaviour.md#sessions): a warm follow-up
-reaches the same child, and the model's next request carries the earlier task and answer; a cold resume after the
-host closed (a new host on the same state directory) goes through ``session/resume`` and the model again sees the
-history; ``fork_session_id`` gives a new agent session whose first request carries the source's history; a cancel
-mid-turn sends ``session/cancel``, the agent settles within ``dispose_eof_grace_ms`` and the same child serves the
-next turn. The wire tap shows every host-to-agent method and which process served it. Nothing survives (the suite's
-leak fixture), and the model API key never reaches a result, a diagnostic or a record.
+reaches the same child, and the model's next request carries the earlier task and answer; a cancel mid-turn sends
+``session/cancel``, the agent settles within ``dispose_eof_grace_ms`` and the same child serves the next turn;
+``fork_session_id`` gives a new agent session whose first request carries the source's history; a cold resume after
+the host closed (a new host on the same state directory) goes through ``session/resume`` and the model again sees
+the history; an agent whose own store is gone refuses the resume and the call ends ``session-expired``, never a
+silent fresh session. The wire tap shows every host-to-agent method and which process served it. Nothing survives
+(the suite's leak fixture), and the model API key never reaches a result, a diagnostic or a record. Each test runs
+several turns on one host (a real agent's start costs seconds), so each behaviour is pinned in the order a parent
+would meet it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any, Final
@@ -37,17 +41,18 @@ from tests.sessions._real_agents import (
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
-AGENTS: Final = ["codex", "claude"]
+AGENTS: Final = ["codex", "claude", "opencode"]
 # A real agent's start (Claude Code's first start in a fresh HOME takes ~10 s on a loaded 2-core box) and a turn.
 _CALL_TIMEOUT_S: Final = 90
 SESSION_EXPIRED: Final = (
     "Error: subagent-acp: Subagent failure (provider: ACP; stage: resume; category: session-expired)"
 )
+_OWN_TEXT: Final = re.compile(rf"(?:remember|and|then|fork|again|{STALL}) tok-[0-9a-f]{{12}}|reply-[0-9a-f]{{12}}")
 _SETTINGS: Final[dict[str, Any]] = {"initialize_timeout_ms": 60000, "timeout_ms": 60000, "dispose_eof_grace_ms": 5000}
 
 
 def _api(agent: str) -> ConversationApi:
-    return ResponsesConversation() if agent == "codex" else MessagesConversation()
+    return ResponsesConversation() if agent == "codex" else MessagesConversation()  # opencode: its Anthropic provider
 
 
 def _token() -> str:
@@ -64,11 +69,20 @@ def _answer(result: ToolResult) -> str:
     return "".join(str(block.get("text", "")) for block in _value(result)["output"])
 
 
-def _request_for(api: ConversationApi, token: str) -> str:
-    """The conversation of the (one) turn request whose last user message asked about ``token``."""
+def _conversation(api: ConversationApi, token: str) -> list[str]:
+    """The tasks and answers of this test in the (one) turn request whose last user message asked about ``token``.
+
+    The agents' own context (an environment block, a system reminder, a notice) is dropped: only a task of this
+    test (``<word> tok-<hex>``) and a fake model answer (``reply-<hex>``) are kept, in order.
+    """
     found = [turn for turn in api.turns() if token in turn[-1]]
     assert len(found) == 1, api.turns()
-    return json.dumps(found[0])
+    return [match for text in found[0] for match in _OWN_TEXT.findall(text)]
+
+
+def _records_by_turn(state: Path) -> dict[int, list[dict[str, Any]]]:
+    turns = [read_jsonl(path) for path in (state / "runs").glob("*.jsonl")]
+    return {next(r["data"]["turn"] for r in turn if r["type"] == "run/start"): turn for turn in turns}
 
 
 def _assert_no_key(state: Path, *results: ToolResult) -> None:
@@ -79,8 +93,11 @@ def _assert_no_key(state: Path, *results: ToolResult) -> None:
         assert not path.is_file() or DUMMY_KEY not in path.read_text(errors="replace"), path
 
 
-def _methods(tmp_path: Path) -> list[str]:
-    return [entry["method"] for entry in tap_log(tmp_path) if "method" in entry]
+def _children(tmp_path: Path) -> list[list[tuple[str, str | None]]]:
+    """The ``(method, sessionId)`` the host sent each child, one list per child in the order they started."""
+    log = [entry for entry in tap_log(tmp_path) if "method" in entry]
+    pids = list(dict.fromkeys(entry["tap"] for entry in log))
+    return [[(entry["method"], entry["sessionId"]) for entry in log if entry["tap"] == pid] for pid in pids]
 
 
 async def _call(host: Host, agent: str, arguments: dict[str, Any], signal: Any = None) -> ToolResult:
@@ -89,90 +106,20 @@ async def _call(host: Host, agent: str, arguments: dict[str, Any], signal: Any =
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-async def test_a_warm_follow_up_reaches_the_same_child_with_the_context_kept(tmp_path: Path, agent: str) -> None:
-    first_token, second_token = _token(), _token()
-    api = _api(agent)
-    with api.serving(), closed_loopback_port() as port:
-        config = parse_config({"providers": {agent: agent_entry(agent, tmp_path, api, port, **_SETTINGS)}})
-        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=tmp_path / "state") as host:
-            first = await _call(host, agent, {"task": f"remember {first_token}"})
-            session_id = _value(first)["session_id"]
-            second = await _call(host, agent, {"task": f"and {second_token}", "session_id": session_id})
-    assert reply_for(first_token) in _answer(first) and reply_for(second_token) in _answer(second)
-    assert _value(second)["session_id"] == session_id
-    # one child (one tap process, one initialize, one session/new) served both turns on one agent session
-    log = tap_log(tmp_path)
-    assert len({entry["tap"] for entry in log}) == 1, log
-    prompts = [entry["sessionId"] for entry in log if entry.get("method") == "session/prompt"]
-    assert _methods(tmp_path)[:2] == ["initialize", "session/new"] and len(prompts) == 2 and len(set(prompts)) == 1
-    history = _request_for(api, second_token)
-    assert f"remember {first_token}" in history and reply_for(first_token) in history
-    _assert_no_key(tmp_path / "state", first, second)
-
-
-@pytest.mark.parametrize("agent", AGENTS)
-async def test_a_new_host_resumes_the_session_through_session_resume_with_the_history(
+async def test_a_warm_session_keeps_its_context_across_a_follow_up_and_a_cancel_and_forks_with_it(
     tmp_path: Path, agent: str
 ) -> None:
-    first_token, second_token = _token(), _token()
-    api = _api(agent)
-    state = tmp_path / "state"
-    with api.serving(), closed_loopback_port() as port:
-        config = parse_config({"providers": {agent: agent_entry(agent, tmp_path, api, port, **_SETTINGS)}})
-        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
-            first = await _call(host, agent, {"task": f"remember {first_token}"})
-        session_id = _value(first)["session_id"]
-        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
-            second = await _call(host, agent, {"task": f"and {second_token}", "session_id": session_id})
-    assert reply_for(second_token) in _answer(second) and "context_reset" not in _value(second)
-    log = tap_log(tmp_path)
-    children = list(dict.fromkeys(entry["tap"] for entry in log))
-    assert len(children) == 2, log  # the host's close ended the first child; the new host started another
-    agent_session = next(entry["sessionId"] for entry in log if entry.get("method") == "session/prompt")
-    resumed = [(entry["method"], entry["sessionId"]) for entry in log if entry["tap"] == children[1]]
-    assert resumed[:3] == [("initialize", None), ("session/resume", agent_session), ("session/prompt", agent_session)]
-    history = _request_for(api, second_token)
-    assert f"remember {first_token}" in history and reply_for(first_token) in history
-
-
-@pytest.mark.parametrize("agent", AGENTS)
-async def test_a_fork_starts_a_new_session_with_the_sources_history(tmp_path: Path, agent: str) -> None:
-    first_token, fork_token, source_token = _token(), _token(), _token()
-    api = _api(agent)
-    with api.serving(), closed_loopback_port() as port:
-        config = parse_config({"providers": {agent: agent_entry(agent, tmp_path, api, port, **_SETTINGS)}})
-        async with Host.open(config, parent_cwd=str(tmp_path), state_dir=tmp_path / "state") as host:
-            first = await _call(host, agent, {"task": f"remember {first_token}"})
-            source_id = _value(first)["session_id"]
-            forked = await _call(host, agent, {"task": f"fork {fork_token}", "fork_session_id": source_id})
-            source = await _call(host, agent, {"task": f"source {source_token}", "session_id": source_id})
-    assert _value(forked)["session_id"] != source_id and reply_for(fork_token) in _answer(forked)
-    log = tap_log(tmp_path)
-    agent_source = next(entry["sessionId"] for entry in log if entry.get("method") == "session/prompt")
-    forks = [entry for entry in log if entry.get("method") == "session/fork"]
-    assert [entry["sessionId"] for entry in forks] == [agent_source], log
-    fork_prompts = {e["sessionId"] for e in log if e.get("method") == "session/prompt"} - {agent_source}
-    assert len(fork_prompts) == 1, log  # the fork's turn ran on a new agent session
-    fork_history = _request_for(api, fork_token)
-    assert f"remember {first_token}" in fork_history and reply_for(first_token) in fork_history
-    # the source goes on without the fork's turn
-    source_history = _request_for(api, source_token)
-    assert f"remember {first_token}" in source_history and fork_token not in source_history
-    assert reply_for(source_token) in _answer(source)
-
-
-@pytest.mark.parametrize("agent", AGENTS)
-async def test_a_cancel_mid_turn_keeps_the_session_on_the_same_child(tmp_path: Path, agent: str) -> None:
-    first_token, stalled_token, next_token = _token(), _token(), _token()
+    tokens = [_token() for _ in range(5)]
     api = _api(agent)
     state = tmp_path / "state"
     controller = CancelController()
+    cancelled: ToolResult | None = None
     with api.serving(), closed_loopback_port() as port:
         config = parse_config({"providers": {agent: agent_entry(agent, tmp_path, api, port, **_SETTINGS)}})
         async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
-            first = await _call(host, agent, {"task": f"remember {first_token}"})
+            first = await _call(host, agent, {"task": f"remember {tokens[0]}"})
             session_id = _value(first)["session_id"]
-            cancelled: ToolResult | None = None
+            second = await _call(host, agent, {"task": f"and {tokens[1]}", "session_id": session_id})
             async with anyio.create_task_group() as group:
 
                 async def cancel_once_stalled() -> None:
@@ -181,53 +128,78 @@ async def test_a_cancel_mid_turn_keeps_the_session_on_the_same_child(tmp_path: P
                     controller.cancel()
 
                 group.start_soon(cancel_once_stalled)
-                arguments = {"task": f"{STALL} {stalled_token}", "session_id": session_id}
+                arguments = {"task": f"{STALL} {tokens[2]}", "session_id": session_id}
                 cancelled = await _call(host, agent, arguments, controller.signal)
             api.release()
-            after = await _call(host, agent, {"task": f"then {next_token}", "session_id": session_id})
+            after = await _call(host, agent, {"task": f"then {tokens[3]}", "session_id": session_id})
+            forked = await _call(host, agent, {"task": f"fork {tokens[4]}", "fork_session_id": session_id})
+
+    assert [_value(result)["session_id"] for result in (second, after)] == [session_id, session_id]
+    for token, result in zip(tokens, (first, second, None, after, forked), strict=True):
+        assert result is None or reply_for(token) in _answer(result)
+    # The warm follow-up: one child, one agent session; the model saw the first turn in the second request.
+    source, fork_child = _children(tmp_path)
+    agent_session = source[1][1] or source[2][1]
+    assert source == [
+        ("initialize", None),
+        ("session/new", None),
+        *[("session/prompt", agent_session)] * 3,
+        ("session/cancel", agent_session),
+        ("session/prompt", agent_session),
+        ("session/close", agent_session),  # the host's close: the session stays resumable
+    ]
+    assert _conversation(api, tokens[1])[:2] == [f"remember {tokens[0]}", reply_for(tokens[0])]
+    # The cancel: the turn ended aborted and was recorded interrupted; the agent kept the interrupted task.
     assert cancelled is not None
     assert cancelled.to_json()["content"][0]["text"].startswith("Error: subagent run was cancelled")
-    assert reply_for(next_token) in _answer(after)
-    records = {path: read_jsonl(path) for path in (state / "runs").glob("*.jsonl")}
-    by_turn = {next(r["data"]["turn"] for r in turn if r["type"] == "run/start"): turn for turn in records.values()}
-    assert next(r["data"] for r in by_turn[2] if r["type"] == "run/end")["cause"] == "cancelled"
+    by_turn = _records_by_turn(state)
+    assert next(r["data"] for r in by_turn[3] if r["type"] == "run/end")["cause"] == "cancelled"
     # a partial answer (Codex streams a warning first) is recorded as interrupted
-    assert all(r["data"]["interrupted"] is True for r in by_turn[2] if r["type"] == "assistant/message")
-    log = tap_log(tmp_path)
-    assert len({entry["tap"] for entry in log}) == 1, log  # the same child served the turn after the cancel
-    assert _methods(tmp_path) == [
-        "initialize",
-        "session/new",
-        "session/prompt",
-        "session/prompt",
-        "session/cancel",
-        "session/prompt",
-        "session/close",  # the host's close: the session stays resumable
+    assert all(r["data"]["interrupted"] is True for r in by_turn[3] if r["type"] == "assistant/message")
+    after_history = _conversation(api, tokens[3])
+    assert [text for text in after_history if "tok-" in text] == [
+        f"remember {tokens[0]}",
+        f"and {tokens[1]}",
+        f"{STALL} {tokens[2]}",
+        f"then {tokens[3]}",
     ]
-    history = _request_for(api, next_token)
-    assert f"remember {first_token}" in history and reply_for(first_token) in history
-    _assert_no_key(state, first, cancelled, after)
-    assert f"{STALL} {stalled_token}" in history  # both agents keep the interrupted task in their history
+    # The fork: a new child forks the source's agent session; its first request carries the source's history.
+    assert _value(forked)["session_id"] != session_id
+    assert fork_child[:2] == [("initialize", None), ("session/fork", agent_session)]
+    assert fork_child[2][0] == "session/prompt" and fork_child[2][1] != agent_session
+    assert reply_for(tokens[3]) in _conversation(api, tokens[4])
+    _assert_no_key(state, first, second, cancelled, after, forked)
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-async def test_an_agent_that_lost_the_session_ends_session_expired_never_a_silent_fresh_start(
+async def test_a_new_host_resumes_the_session_and_an_agent_that_lost_it_ends_session_expired(
     tmp_path: Path, agent: str
 ) -> None:
+    first_token, second_token, lost_token = _token(), _token(), _token()
     api = _api(agent)
     state = tmp_path / "state"
     with api.serving(), closed_loopback_port() as port:
         config = parse_config({"providers": {agent: agent_entry(agent, tmp_path, api, port, **_SETTINGS)}})
         async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
-            first = await _call(host, agent, {"task": f"remember {_token()}"})
+            first = await _call(host, agent, {"task": f"remember {first_token}"})
         session_id = _value(first)["session_id"]
-        # The agent's own store is gone (a new HOME): it cannot know the session any more.
-        entry = agent_entry(agent, tmp_path, api, port, home="other-home", **_SETTINGS)
-        config = parse_config({"providers": {agent: entry}})
         async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
-            lost = await _call(host, agent, {"task": f"and {_token()}", "session_id": session_id})
-    assert lost.to_json()["content"] == [{"type": "text", "text": SESSION_EXPIRED}]
+            second = await _call(host, agent, {"task": f"and {second_token}", "session_id": session_id})
+        # The agent's own store is gone (another HOME): it cannot know the session any more.
+        entry = agent_entry(agent, tmp_path, api, port, home="other-home", **_SETTINGS)
+        async with Host.open(
+            parse_config({"providers": {agent: entry}}), parent_cwd=str(tmp_path), state_dir=state
+        ) as host:
+            lost = await _call(host, agent, {"task": f"again {lost_token}", "session_id": session_id})
+
+    assert reply_for(second_token) in _answer(second) and "context_reset" not in _value(second)
+    _first_child, resumed, refused = _children(tmp_path)
+    agent_session = resumed[1][1]
+    assert resumed[:3] == [("initialize", None), ("session/resume", agent_session), ("session/prompt", agent_session)]
+    assert _conversation(api, second_token)[:2] == [f"remember {first_token}", reply_for(first_token)]
     # the agent answered session/resume with an error; the host started no fresh session behind the caller's back
-    assert _methods(tmp_path)[-2:] == ["initialize", "session/resume"]
-    assert len(api.turns()) == 1
-    _assert_no_key(state, first, lost)
+    assert lost.to_json()["content"] == [{"type": "text", "text": SESSION_EXPIRED}]
+    assert refused[:2] == [("initialize", None), ("session/resume", agent_session)]
+    assert "session/new" not in {method for method, _ in refused} and "session/prompt" not in {m for m, _ in refused}
+    assert not any(lost_token in text for turn in api.turns() for text in turn)  # the model never saw that call
+    _assert_no_key(state, first, second, lost)
