@@ -34,7 +34,6 @@ from tests.server._parent_helpers import NPM_PREFIX, LoopbackApi, Reply, install
 
 __all__ = [
     "CLAUDE_AGENT_ACP",
-    "OPENCODE",
     "CODEX_ACP",
     "DUMMY_KEY",
     "STALL",
@@ -48,7 +47,6 @@ __all__ = [
 
 CODEX_ACP: Final = NPM_PREFIX / "node_modules" / ".bin" / "codex-acp"
 CLAUDE_AGENT_ACP: Final = NPM_PREFIX / "node_modules" / ".bin" / "claude-agent-acp"
-OPENCODE: Final = NPM_PREFIX / "node_modules" / ".bin" / "opencode"
 WIRE_TAP: Final = Path(__file__).resolve().parent / "children" / "acp_wire_tap.py"
 STALL: Final = "STALL"
 _TOKEN: Final = re.compile(r"tok-[0-9a-f]{8,}")
@@ -212,24 +210,7 @@ def _codex_config(codex_home: Path, base_url: str) -> None:
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-_LAUNCHERS: Final = {"codex": CODEX_ACP, "claude": CLAUDE_AGENT_ACP, "opencode": OPENCODE}
-# opencode: no update check, no model list download, no sharing, no LSP download, no default plugins to install.
-_OPENCODE_OFFLINE: Final = {
-    "OPENCODE_DISABLE_AUTOUPDATE": "1",
-    "OPENCODE_DISABLE_MODELS_FETCH": "1",
-    "OPENCODE_DISABLE_SHARE": "1",
-    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-}
-
-
-def _opencode_config(home: Path, base_url: str) -> str:
-    """opencode's config file: its built-in Anthropic provider pointed at the Messages fake; returns its path."""
-    provider = {"anthropic": {"options": {"baseURL": f"{base_url}/v1", "apiKey": DUMMY_KEY}}}
-    settings = {"autoupdate": False, "share": "disabled", "model": "anthropic/claude-sonnet-4-5", "provider": provider}
-    path = home / "opencode.json"
-    path.write_text(json.dumps(settings), encoding="utf-8")
-    return str(path)
+_LAUNCHERS: Final = {"codex": CODEX_ACP, "claude": CLAUDE_AGENT_ACP}
 
 
 def tap_log(tmp_path: Path) -> list[dict[str, Any]]:
@@ -241,7 +222,7 @@ def tap_log(tmp_path: Path) -> list[dict[str, Any]]:
 def agent_entry(
     agent: str, tmp_path: Path, api: ConversationApi, closed_port: int, *, home: str = "home", **settings: Any
 ) -> dict[str, Any]:
-    """An ``acp`` entry running ``agent`` (``codex``, ``claude`` or ``opencode``) offline behind the wire tap.
+    """An ``acp`` entry running ``agent`` (``codex`` or ``claude``) offline behind the wire tap.
 
     The agent's HOME (where it keeps its sessions) is ``tmp_path / home``; the tap logs to ``tmp_path``.
     """
@@ -252,9 +233,6 @@ def agent_entry(
     if agent == "codex":
         _codex_config(home_dir / ".codex", api.base_url)
         variables = {"CODEX_HOME": str(home_dir / ".codex"), _API_KEY_VARIABLE: DUMMY_KEY}
-    elif agent == "opencode":
-        argv.append("acp")
-        variables = {"OPENCODE_CONFIG": _opencode_config(home_dir, api.base_url), **_OPENCODE_OFFLINE}
     else:
         variables = {
             "ANTHROPIC_BASE_URL": api.base_url,

@@ -1,5 +1,5 @@
-"""Sessions on the wire with real ACP agents from npm: codex-acp, claude-agent-acp and opencode, each against a
-loopback fake of its model API (``_real_agents.py``), through the public ``Host`` API.
+"""Sessions on the wire with real ACP agents from npm: codex-acp and claude-agent-acp, each against a loopback fake
+of its model API (``_real_agents.py``), through the public ``Host`` API.
 
 Each agent must keep its context the way the host's contract says (docs/behaviour.md#sessions): a warm follow-up
 reaches the same child, and the model's next request carries the earlier task and answer; a cancel mid-turn sends
@@ -41,7 +41,7 @@ from tests.sessions._real_agents import (
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
-AGENTS: Final = ["codex", "claude", "opencode"]
+AGENTS: Final = ["codex", "claude"]
 # A real agent's start (Claude Code's first start in a fresh HOME takes ~10 s on a loaded 2-core box) and a turn.
 _CALL_TIMEOUT_S: Final = 90
 SESSION_EXPIRED: Final = (
@@ -52,7 +52,7 @@ _SETTINGS: Final[dict[str, Any]] = {"initialize_timeout_ms": 60000, "timeout_ms"
 
 
 def _api(agent: str) -> ConversationApi:
-    return ResponsesConversation() if agent == "codex" else MessagesConversation()  # opencode: its Anthropic provider
+    return ResponsesConversation() if agent == "codex" else MessagesConversation()
 
 
 def _token() -> str:
