@@ -4,24 +4,27 @@ of its model API (``_real_agents.py``), through the public ``Host`` API.
 Each agent must keep its context the way the host's contract says (docs/behaviour.md#sessions): a warm follow-up
 reaches the same child, and the model's next request carries the earlier task and answer; a cancel mid-turn sends
 ``session/cancel``, the agent settles within ``dispose_eof_grace_ms`` and the same child serves the next turn;
-``fork_session_id`` gives a new agent session whose first request carries the source's history; a cold resume after
-the host closed (a new host on the same state directory) goes through ``session/resume`` and the model again sees
-the history; an agent whose own store is gone refuses the resume and the call ends ``session-expired``, never a
-silent fresh session. The wire tap shows every host-to-agent method and which process served it. Nothing survives
-(the suite's leak fixture), and the model API key never reaches a result, a diagnostic or a record. Each test runs
-several turns on one host (a real agent's start costs seconds), so each behaviour is pinned in the order a parent
-would meet it.
+``fork_session_id`` gives a new agent session whose first request carries the source's history; a cold resume, after
+the child was killed and after the host closed (a new host on the same state directory), goes through
+``session/resume`` and the model again sees the history; an agent whose own store is gone refuses the resume and the
+call ends ``session-expired``, never a silent fresh session. The wire tap shows every host-to-agent method and which
+process served it. Nothing survives (the suite's leak fixture), and the model API key never reaches a result, a
+diagnostic or a record. A real agent's start costs seconds, so each test runs several turns in the order a parent
+would meet them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import uuid
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import psutil
 import pytest
 
 from host import CancelController, Host, ToolResult
@@ -78,6 +81,19 @@ def _conversation(api: ConversationApi, token: str) -> list[str]:
     found = [turn for turn in api.turns() if token in turn[-1]]
     assert len(found) == 1, api.turns()
     return [match for text in found[0] for match in _OWN_TEXT.findall(text)]
+
+
+async def _kill_child_group(pid: int) -> None:
+    """SIGKILL the host's child (the tap) and everything in its process group; wait until the child is gone."""
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+    def reaped() -> None:
+        try:
+            psutil.Process(pid).wait(_CALL_TIMEOUT_S)  # until the host reaped it
+        except psutil.NoSuchProcess:
+            pass
+
+    await anyio.to_thread.run_sync(reaped, abandon_on_cancel=True)
 
 
 def _records_by_turn(state: Path) -> dict[int, list[dict[str, Any]]]:
@@ -172,34 +188,48 @@ async def test_a_warm_session_keeps_its_context_across_a_follow_up_and_a_cancel_
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-async def test_a_new_host_resumes_the_session_and_an_agent_that_lost_it_ends_session_expired(
+async def test_a_killed_child_and_a_new_host_resume_the_session_and_an_agent_that_lost_it_ends_session_expired(
     tmp_path: Path, agent: str
 ) -> None:
-    first_token, second_token, lost_token = _token(), _token(), _token()
+    tokens = [_token() for _ in range(4)]
     api = _api(agent)
     state = tmp_path / "state"
     with api.serving(), closed_loopback_port() as port:
         config = parse_config({"providers": {agent: agent_entry(agent, tmp_path, api, port, **_SETTINGS)}})
         async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
-            first = await _call(host, agent, {"task": f"remember {first_token}"})
-        session_id = _value(first)["session_id"]
+            first = await _call(host, agent, {"task": f"remember {tokens[0]}"})
+            session_id = _value(first)["session_id"]
+            await _kill_child_group(tap_log(tmp_path)[0]["tap"])  # the warm child crashed between turns
+            second = await _call(host, agent, {"task": f"and {tokens[1]}", "session_id": session_id})
         async with Host.open(config, parent_cwd=str(tmp_path), state_dir=state) as host:
-            second = await _call(host, agent, {"task": f"and {second_token}", "session_id": session_id})
+            third = await _call(host, agent, {"task": f"then {tokens[2]}", "session_id": session_id})
         # The agent's own store is gone (another HOME): it cannot know the session any more.
         entry = agent_entry(agent, tmp_path, api, port, home="other-home", **_SETTINGS)
         async with Host.open(
             parse_config({"providers": {agent: entry}}), parent_cwd=str(tmp_path), state_dir=state
         ) as host:
-            lost = await _call(host, agent, {"task": f"again {lost_token}", "session_id": session_id})
+            lost = await _call(host, agent, {"task": f"again {tokens[3]}", "session_id": session_id})
 
-    assert reply_for(second_token) in _answer(second) and "context_reset" not in _value(second)
-    _first_child, resumed, refused = _children(tmp_path)
-    agent_session = resumed[1][1]
-    assert resumed[:3] == [("initialize", None), ("session/resume", agent_session), ("session/prompt", agent_session)]
-    assert _conversation(api, second_token)[:2] == [f"remember {first_token}", reply_for(first_token)]
+    for token, result in zip(tokens[1:3], (second, third), strict=True):
+        assert reply_for(token) in _answer(result) and "context_reset" not in _value(result)
+    _first_child, after_kill, new_host, refused = _children(tmp_path)
+    agent_session = after_kill[1][1]
+    for resumed in (after_kill, new_host):
+        assert resumed[:3] == [
+            ("initialize", None),
+            ("session/resume", agent_session),
+            ("session/prompt", agent_session),
+        ]
+    assert _conversation(api, tokens[1])[:2] == [f"remember {tokens[0]}", reply_for(tokens[0])]
+    assert _conversation(api, tokens[2])[:4] == [
+        f"remember {tokens[0]}",
+        reply_for(tokens[0]),
+        f"and {tokens[1]}",
+        reply_for(tokens[1]),
+    ]
     # the agent answered session/resume with an error; the host started no fresh session behind the caller's back
     assert lost.to_json()["content"] == [{"type": "text", "text": SESSION_EXPIRED}]
     assert refused[:2] == [("initialize", None), ("session/resume", agent_session)]
     assert "session/new" not in {method for method, _ in refused} and "session/prompt" not in {m for m, _ in refused}
-    assert not any(lost_token in text for turn in api.turns() for text in turn)  # the model never saw that call
-    _assert_no_key(state, first, second, lost)
+    assert not any(tokens[3] in text for turn in api.turns() for text in turn)  # the model never saw that call
+    _assert_no_key(state, first, second, third, lost)
