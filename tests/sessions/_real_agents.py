@@ -6,10 +6,11 @@ runs offline exactly as the real MCP parents do (``tests/server/_parent_helpers.
 telemetry and update checks off, every proxy variable at a closed loopback port, ``NO_PROXY=127.0.0.1,localhost``,
 and ``inherit_env = "minimal"`` so nothing of the test process's environment but that reaches it.
 
-The model fakes hold a conversation: every streamed request is answered with one text, ``reply_for(token)`` for the
-last ``tok-<hex>`` token in the request's last user message, so a later request proves what the agent kept by
-carrying an earlier turn's task and answer in its history. A task holding ``STALL`` is answered only once
-``release()`` is called (or after ``_STALL_LIMIT_S``): a turn stays in flight for as long as a test needs.
+The model fakes hold a conversation: every generating request is answered with one text, ``reply_for(token)`` for
+the last ``tok-<hex>`` token in the request's last user message, so a later request proves what the agent kept by
+carrying an earlier turn's task and answer in its history (a ``Dialect`` says how each API carries one). A task
+holding ``STALL`` is answered only once ``release()`` is called (or after ``_STALL_LIMIT_S``): a turn stays in flight
+for as long as a test needs.
 
 Every agent runs behind ``children/acp_wire_tap.py``, which logs each host-to-agent JSON-RPC method, so a test
 observes ``session/resume``, ``session/fork`` and ``session/cancel`` on the wire, and which process (the tap's
@@ -23,10 +24,10 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from tests.conftest import PYTHON
 from tests.server._model_api_fakes import message_events, sse
@@ -37,9 +38,10 @@ __all__ = [
     "CODEX_ACP",
     "DUMMY_KEY",
     "STALL",
+    "MESSAGES",
+    "RESPONSES",
     "ConversationApi",
-    "MessagesConversation",
-    "ResponsesConversation",
+    "Dialect",
     "agent_entry",
     "reply_for",
     "tap_log",
@@ -68,12 +70,100 @@ def _text(value: object) -> str:
     return " ".join(str(part.get("text", "")) for part in objects(value))
 
 
+class Dialect(Protocol):
+    """How one model API carries a conversation: what a request holds and how a text answer is sent."""
+
+    path: str
+    """The part of a request path that names the API's generating endpoint."""
+    url_suffix: str
+    """What follows the origin in the base URL the agent is configured with."""
+
+    def is_turn(self, body: dict[str, Any]) -> bool:
+        """Whether a request is a turn of the agent's own loop: streamed, offering the agent's tools."""
+        ...
+
+    def history(self, body: dict[str, Any]) -> list[str]:
+        """The user and assistant texts the request carries, in order."""
+        ...
+
+    def last_user_text(self, body: dict[str, Any]) -> str: ...
+
+    def reply(self, path: str, body: dict[str, Any], number: int, answer: Callable[[], str]) -> Reply:
+        """The HTTP answer to a request (``answer()`` is the text of a generated answer)."""
+        ...
+
+
+class ResponsesDialect:
+    """The OpenAI Responses API (``POST /v1/responses``) as Codex's app-server calls it."""
+
+    path = "/responses"
+    url_suffix = "/v1"
+
+    def is_turn(self, body: dict[str, Any]) -> bool:
+        return bool(objects(body.get("tools")))
+
+    def history(self, body: dict[str, Any]) -> list[str]:
+        items = objects(body.get("input"))
+        return [_text(item.get("content")) for item in items if item.get("role") in ("user", "assistant")]
+
+    def last_user_text(self, body: dict[str, Any]) -> str:
+        users = [item for item in objects(body.get("input")) if item.get("role") == "user"]
+        return _text(users[-1].get("content")) if users else ""
+
+    def reply(self, path: str, body: dict[str, Any], number: int, answer: Callable[[], str]) -> Reply:
+        if not path.rstrip("/").endswith("/responses"):
+            return 404, "text/plain", b""
+        response_id = f"resp_{number}"
+        text: list[dict[str, Any]] = [{"type": "output_text", "text": answer(), "annotations": []}]
+        item: dict[str, Any] = {"type": "message", "role": "assistant", "id": f"msg_{response_id}", "content": text}
+        usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {"id": response_id}},
+            {"type": "response.output_item.done", "item": item},
+            {"type": "response.completed", "response": {"id": response_id, "usage": usage}},
+        ]
+        return 200, "text/event-stream", sse(events)
+
+
+class MessagesDialect:
+    """The Anthropic Messages API (``POST /v1/messages``) as Claude Code (in the Claude Agent SDK) calls it."""
+
+    path = "/v1/messages"
+    url_suffix = ""
+
+    def is_turn(self, body: dict[str, Any]) -> bool:
+        return bool(body.get("stream")) and bool(objects(body.get("tools")))
+
+    def history(self, body: dict[str, Any]) -> list[str]:
+        return [_text(message.get("content")) for message in objects(body.get("messages"))]
+
+    def last_user_text(self, body: dict[str, Any]) -> str:
+        users = [message for message in objects(body.get("messages")) if message.get("role") == "user"]
+        return _text(users[-1].get("content")) if users else ""
+
+    def reply(self, path: str, body: dict[str, Any], number: int, answer: Callable[[], str]) -> Reply:
+        if "/v1/messages" not in path:
+            return 404, "text/plain", b""
+        if "count_tokens" in path:
+            return 200, "application/json", json.dumps({"input_tokens": 1}).encode()
+        if not body.get("stream"):  # side queries (titles, summaries): a short text, never part of the session
+            usage = {"input_tokens": 1, "output_tokens": 1}
+            message = {"id": f"msg_{number}", "type": "message", "role": "assistant", "model": body.get("model")}
+            message |= {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage}
+            return 200, "application/json", json.dumps(message).encode()
+        block = {"type": "text", "text": answer()}
+        return 200, "text/event-stream", sse(message_events(f"msg_{number}", str(body.get("model")), block))
+
+
+RESPONSES: Final = ResponsesDialect()
+MESSAGES: Final = MessagesDialect()
+
+
 class ConversationApi:
-    """A model API fake that answers every streamed request with ``reply_for`` its last user token."""
+    """A model API fake that answers every generating request with ``reply_for`` its last user token."""
 
-    PATH: str = ""
-
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
         self._api = LoopbackApi(self._respond)
         self._released = threading.Event()
         self.stalled = threading.Event()
@@ -81,7 +171,7 @@ class ConversationApi:
 
     @property
     def base_url(self) -> str:
-        return self._api.origin
+        return self._api.origin + self._dialect.url_suffix
 
     @contextmanager
     def serving(self) -> Generator[ConversationApi]:
@@ -98,26 +188,13 @@ class ConversationApi:
     def turns(self) -> list[list[str]]:
         """The conversation each turn request carried: its user and assistant texts, in order.
 
-        A turn request is a streamed one that offers the agent's tools; side queries (a title for the session) offer
-        none and are left out.
+        Side queries that offer no tools (a title for the session) are left out.
         """
-        return [
-            self._history(body)
-            for body in self._api.requests(self.PATH)
-            if self._streamed(body) and objects(body.get("tools"))
-        ]
-
-    def last_user_text(self, body: dict[str, Any]) -> str:
-        raise NotImplementedError
-
-    def _history(self, body: dict[str, Any]) -> list[str]:
-        raise NotImplementedError
-
-    def _streamed(self, body: dict[str, Any]) -> bool:
-        return bool(body.get("stream", True))
+        requests = self._api.requests(self._dialect.path)
+        return [self._dialect.history(body) for body in requests if self._dialect.is_turn(body)]
 
     def _answer(self, body: dict[str, Any]) -> str:
-        user = self.last_user_text(body)
+        user = self._dialect.last_user_text(body)
         if STALL in user:
             self.stalled.set()
             self._released.wait(_STALL_LIMIT_S)
@@ -125,69 +202,8 @@ class ConversationApi:
         return reply_for(tokens[-1]) if tokens else "ok"
 
     def _respond(self, path: str, body: dict[str, Any]) -> Reply:
-        raise NotImplementedError
-
-
-class ResponsesConversation(ConversationApi):
-    """The OpenAI Responses API (``POST /v1/responses``) as Codex's app-server calls it."""
-
-    PATH = "/responses"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self._api.origin}/v1"
-
-    def _history(self, body: dict[str, Any]) -> list[str]:
-        items = objects(body.get("input"))
-        return [_text(item.get("content")) for item in items if item.get("role") in ("user", "assistant")]
-
-    def last_user_text(self, body: dict[str, Any]) -> str:
-        users = [item for item in objects(body.get("input")) if item.get("role") == "user"]
-        return _text(users[-1].get("content")) if users else ""
-
-    def _respond(self, path: str, body: dict[str, Any]) -> Reply:
-        if not path.rstrip("/").endswith("/responses"):
-            return 404, "text/plain", b""
-        response_id = f"resp_{len(self._api.requests('/responses'))}"
-        text: list[dict[str, Any]] = [{"type": "output_text", "text": self._answer(body), "annotations": []}]
-        item: dict[str, Any] = {"type": "message", "role": "assistant", "id": f"msg_{response_id}", "content": text}
-        usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
-        events: list[dict[str, Any]] = [
-            {"type": "response.created", "response": {"id": response_id}},
-            {"type": "response.output_item.done", "item": item},
-            {"type": "response.completed", "response": {"id": response_id, "usage": usage}},
-        ]
-        return 200, "text/event-stream", sse(events)
-
-
-class MessagesConversation(ConversationApi):
-    """The Anthropic Messages API (``POST /v1/messages``) as Claude Code (in the Claude Agent SDK) calls it."""
-
-    PATH = "/v1/messages"
-
-    def _streamed(self, body: dict[str, Any]) -> bool:
-        return bool(body.get("stream"))
-
-    def _history(self, body: dict[str, Any]) -> list[str]:
-        return [_text(message.get("content")) for message in objects(body.get("messages"))]
-
-    def last_user_text(self, body: dict[str, Any]) -> str:
-        users = [message for message in objects(body.get("messages")) if message.get("role") == "user"]
-        return _text(users[-1].get("content")) if users else ""
-
-    def _respond(self, path: str, body: dict[str, Any]) -> Reply:
-        if "/v1/messages" not in path:
-            return 404, "text/plain", b""
-        if "count_tokens" in path:
-            return 200, "application/json", json.dumps({"input_tokens": 1}).encode()
-        number = len(self._api.requests("/v1/messages"))
-        if not body.get("stream"):  # side queries (titles, summaries): a short text, never part of the session
-            usage = {"input_tokens": 1, "output_tokens": 1}
-            message = {"id": f"msg_{number}", "type": "message", "role": "assistant", "model": body.get("model")}
-            message |= {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage}
-            return 200, "application/json", json.dumps(message).encode()
-        block = {"type": "text", "text": self._answer(body)}
-        return 200, "text/event-stream", sse(message_events(f"msg_{number}", str(body.get("model")), block))
+        number = len(self._api.requests(self._dialect.path))
+        return self._dialect.reply(path, body, number, lambda: self._answer(body))
 
 
 def _codex_config(codex_home: Path, base_url: str) -> None:

@@ -33,10 +33,10 @@ from tests.records._helpers import read_jsonl
 from tests.server._parent_helpers import closed_loopback_port
 from tests.sessions._real_agents import (
     DUMMY_KEY,
+    MESSAGES,
+    RESPONSES,
     STALL,
     ConversationApi,
-    MessagesConversation,
-    ResponsesConversation,
     agent_entry,
     reply_for,
     tap_log,
@@ -55,7 +55,7 @@ _SETTINGS: Final[dict[str, Any]] = {"initialize_timeout_ms": 60000, "timeout_ms"
 
 
 def _api(agent: str) -> ConversationApi:
-    return ResponsesConversation() if agent == "codex" else MessagesConversation()
+    return ConversationApi(RESPONSES if agent == "codex" else MESSAGES)
 
 
 def _token() -> str:
