@@ -1,5 +1,6 @@
 """Sessions on the wire with real ACP agents from npm: codex-acp and claude-agent-acp, each against a loopback fake
-of its model API (``_real_agents.py``), through the public ``Host`` API.
+of its model API (``_real_agents.py``), through the public ``Host`` API and through ``serve`` with the official MCP
+client.
 
 Each agent must keep its context the way the host's contract says (docs/behaviour.md#sessions): a warm follow-up
 reaches the same child, and the model's next request carries the earlier task and answer; a cancel mid-turn sends
@@ -29,7 +30,9 @@ import pytest
 
 from host import CancelController, Host, ToolResult
 from host.config._loader import parse_config
+from host.sessions import is_session_id
 from tests.records._helpers import read_jsonl
+from tests.server._helpers import client_session, write_config
 from tests.server._parent_helpers import closed_loopback_port
 from tests.sessions._real_agents import (
     DUMMY_KEY,
@@ -235,3 +238,25 @@ async def test_a_killed_child_and_a_new_host_resume_the_session_and_an_agent_tha
     assert "session/new" not in {method for method, _ in refused} and "session/prompt" not in {m for m, _ in refused}
     assert not any(tokens[3] in text for turn in api.turns() for text in turn)  # the model never saw that call
     _assert_no_key(state, first, second, third, lost)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_through_serve_the_official_client_continues_a_real_agents_session(tmp_path: Path, agent: str) -> None:
+    first_token, second_token = _token(), _token()
+    api = _api(agent)
+    with api.serving(), closed_loopback_port() as port:
+        config = write_config(tmp_path, {agent: agent_entry(agent, tmp_path, api, port, **_SETTINGS)})
+        with anyio.fail_after(_CALL_TIMEOUT_S * 2):
+            async with client_session(config) as session:
+                first = await session.call_tool(f"delegate_{agent}", {"task": f"remember {first_token}"})
+                assert first.structured_content is not None, first
+                session_id = first.structured_content["session_id"]
+                arguments = {"task": f"and {second_token}", "session_id": session_id}
+                second = await session.call_tool(f"delegate_{agent}", arguments)
+    assert is_session_id(session_id) and not first.is_error and not second.is_error, second
+    assert second.structured_content is not None and second.structured_content["session_id"] == session_id
+    assert reply_for(second_token) in json.dumps(second.structured_content["output"])
+    (child,) = _children(tmp_path)  # one warm child served both calls
+    assert [method for method, _ in child][:4] == ["initialize", "session/new", "session/prompt", "session/prompt"]
+    assert _conversation(api, second_token)[:2] == [f"remember {first_token}", reply_for(first_token)]
+    assert DUMMY_KEY not in json.dumps([first.model_dump(mode="json"), second.model_dump(mode="json")])
