@@ -89,16 +89,16 @@ def _conversation(api: ConversationApi, token: str) -> list[str]:
 
 
 async def _kill_child_group(pid: int) -> None:
-    """SIGKILL the host's child (the tap) and everything in its process group; wait until the child is gone."""
+    """SIGKILL the host's warm child (the tap) and its whole process group; wait until the host reaped it.
+
+    Only the host may reap its child (a ``waitpid`` here would take the exit status from it), so this only polls.
+    """
     os.killpg(os.getpgid(pid), signal.SIGKILL)
-
-    def reaped() -> None:
-        try:
-            psutil.Process(pid).wait(_CALL_TIMEOUT_S)  # until the host reaped it
-        except psutil.NoSuchProcess:
-            pass
-
-    await anyio.to_thread.run_sync(reaped, abandon_on_cancel=True)
+    with anyio.fail_after(_CALL_TIMEOUT_S):
+        while True:
+            if not psutil.pid_exists(pid):
+                return
+            await anyio.sleep(0.05)
 
 
 def _records_by_turn(state: Path) -> dict[int, list[dict[str, Any]]]:
