@@ -54,6 +54,8 @@ SESSION_EXPIRED: Final = (
     "Error: subagent-acp: Subagent failure (provider: ACP; stage: resume; category: session-expired)"
 )
 _OWN_TEXT: Final = re.compile(rf"(?:remember|and|then|fork|again|{STALL}) tok-[0-9a-f]{{12}}|reply-[0-9a-f]{{12}}")
+# How long the host's event loop is given to run the exit and end-of-stream callbacks of a killed child.
+_HOST_NOTICES_S: Final = 0.5
 _SETTINGS: Final[dict[str, Any]] = {"initialize_timeout_ms": 60000, "timeout_ms": 60000, "dispose_eof_grace_ms": 5000}
 
 
@@ -89,16 +91,21 @@ def _conversation(api: ConversationApi, token: str) -> list[str]:
 
 
 async def _kill_child_group(pid: int) -> None:
-    """SIGKILL the host's warm child (the tap) and its whole process group; wait until the host reaped it.
+    """SIGKILL the host's warm child (the tap) and its whole process group; wait until the host reaped it and saw
+    its connection close.
 
     Only the host may reap its child (a ``waitpid`` here would take the exit status from it), so this only polls.
+    The host learns of the exit and of the closed connection from callbacks of its event loop, after the reap: a
+    call made in that instant would still find the child warm and fail ``process-exit`` (docs/behaviour.md,
+    sessions: real agents), so the test gives the loop a moment as the fake-agent tests do.
     """
     os.killpg(os.getpgid(pid), signal.SIGKILL)
     with anyio.fail_after(_CALL_TIMEOUT_S):
         while True:
             if not psutil.pid_exists(pid):
-                return
+                break
             await anyio.sleep(0.05)
+    await anyio.sleep(_HOST_NOTICES_S)
 
 
 def _records_by_turn(state: Path) -> dict[int, list[dict[str, Any]]]:
