@@ -9,12 +9,17 @@ cd "$(dirname "$0")/.."
 # for the Ray tests of tests/batch/, which share one local Ray cluster per session: tests/batch/conftest.py).
 python -m pip install -q -e '.[test]'
 
-# The real MCP parents that tests/server/test_real_parent_sees_answer.py drives through `serve`, pinned, into the
-# project-local npm prefix .tools/npm (gitignored). Codex CLI's and Claude Code's npm packages ship native binaries;
-# Gemini CLI is a bundled node script. Each installs only when its pinned version is not already there.
+# The real MCP parents that tests/server/test_real_parent_sees_answer.py drives through `serve`, and the real ACP
+# agents that tests/sessions/test_real_acp_agents_keep_sessions.py drives through the host's sessions, pinned, into
+# the project-local npm prefix .tools/npm (gitignored). Codex CLI's and Claude Code's npm packages ship native
+# binaries; Gemini CLI is a bundled node script; codex-acp runs its own pinned range of Codex (`codex app-server`,
+# nested under it when it differs from the parent's) and claude-agent-acp the Claude Agent SDK (with its native
+# Claude Code). Each installs only when its pinned version is not already there.
 CODEX_VERSION=0.169.0
 CLAUDE_CODE_VERSION=2.1.328
 GEMINI_CLI_VERSION=0.61.0
+CODEX_ACP_VERSION=2.6.0
+CLAUDE_AGENT_ACP_VERSION=0.101.0
 NPM_PREFIX=.tools/npm
 if ! command -v npm >/dev/null 2>&1; then
     # Debian's Node.js and npm (Gemini CLI needs Node.js 20 or newer); root, or sudo without a prompt.
@@ -41,6 +46,12 @@ if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_CODE_VERSION" 
 fi
 if [ "$(installed_version @google/gemini-cli)" != "$GEMINI_CLI_VERSION" ]; then
     npm_packages+=("@google/gemini-cli@$GEMINI_CLI_VERSION")
+fi
+if [ "$(installed_version @agentclientprotocol/codex-acp)" != "$CODEX_ACP_VERSION" ]; then
+    npm_packages+=("@agentclientprotocol/codex-acp@$CODEX_ACP_VERSION")
+fi
+if [ "$(installed_version @agentclientprotocol/claude-agent-acp)" != "$CLAUDE_AGENT_ACP_VERSION" ]; then
+    npm_packages+=("@agentclientprotocol/claude-agent-acp@$CLAUDE_AGENT_ACP_VERSION")
 fi
 if [ "${#npm_packages[@]}" -gt 0 ]; then
     npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --save-exact --loglevel=error "${npm_packages[@]}"

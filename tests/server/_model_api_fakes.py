@@ -23,12 +23,12 @@ from typing import Any, Final, cast
 
 from tests.server._parent_helpers import LoopbackApi, Reply, objects
 
-__all__ = ["ScriptedGeminiApi", "ScriptedMessagesApi", "ScriptedResponsesApi"]
+__all__ = ["ScriptedGeminiApi", "ScriptedMessagesApi", "ScriptedResponsesApi", "message_events", "sse"]
 
 _FINAL_TEXT: Final = "done"
 
 
-def _sse(events: Sequence[Mapping[str, Any]]) -> bytes:
+def sse(events: Sequence[Mapping[str, Any]]) -> bytes:
     return b"".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events)
 
 
@@ -103,7 +103,7 @@ class ScriptedResponsesApi:
             {"type": "response.output_item.done", "item": item},
             {"type": "response.completed", "response": {"id": response_id, "usage": usage}},
         ]
-        return 200, "text/event-stream", _sse(events)
+        return 200, "text/event-stream", sse(events)
 
 
 class ScriptedMessagesApi:
@@ -171,14 +171,14 @@ class ScriptedMessagesApi:
         else:
             block = {"type": "tool_use", "id": self.SEARCH_ID, "name": "ToolSearch"}
             block["input"] = {"query": f"select:{self._tool}"}
-        return 200, "text/event-stream", _sse(_message_events(f"msg_{number}", str(body.get("model")), block))
+        return 200, "text/event-stream", sse(message_events(f"msg_{number}", str(body.get("model")), block))
 
 
 def _usage() -> dict[str, int]:
     return {"input_tokens": 1, "output_tokens": 1}
 
 
-def _message_events(message_id: str, model: str, block: dict[str, Any]) -> list[dict[str, Any]]:
+def message_events(message_id: str, model: str, block: dict[str, Any]) -> list[dict[str, Any]]:
     """The stream of one assistant message holding one text or ``tool_use`` block."""
     start: dict[str, Any] = {"id": message_id, "type": "message", "role": "assistant", "model": model, "content": []}
     start |= {"stop_reason": None, "stop_sequence": None, "usage": _usage()}
