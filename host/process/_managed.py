@@ -1,12 +1,10 @@
 """Spawn a managed child in its own session and own its whole process tree until it is proven gone.
 
-The direct child's exit is awaited through the backend's own exit event, never through pipe EOF (an inherited
-pipe held by a grandchild makes an exited child look hung if one waits for EOF). anyio's ``Process.wait()`` gives
-exactly that on every backend: on trio a Linux pidfd (``pidfd_open`` plus a readability wait), on asyncio the
-event loop's child watcher (which also reaps the child; reaping it here too would race that watcher). So a live
-run costs no wake-ups. The rest of the tree has no exit event: once the leader is gone its liveness is polled.
-Liveness, SIGTERM and SIGKILL cover the child's process group plus a psutil snapshot of its descendants. Every
-wait is bounded by the caller or by ``grace_ms``; nothing here blocks the event loop.
+The child is spawned off the event loop (:mod:`host.process._spawn`) and its exit is awaited on a Linux pidfd,
+never through pipe EOF (an inherited pipe held by a grandchild makes an exited child look hung if one waits for
+EOF), so a live run costs no wake-ups. The rest of the tree has no exit event: once the leader is gone its
+liveness is polled. Liveness, SIGTERM and SIGKILL cover the child's process group plus a psutil snapshot of its
+descendants. Every wait is bounded by the caller or by ``grace_ms``; nothing here blocks the event loop.
 """
 
 from __future__ import annotations
