@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio
-from pydantic import BaseModel
 
 from host._host import Host
 from host.batch._items import BatchItem
@@ -41,8 +40,6 @@ RETRY_BACKOFF_S: Final = 0.5
 """The wait before the first retry; it doubles for every further one (tests may lower it)."""
 RETRY_BACKOFF_MAX_S: Final = 8.0
 """Bounds the wait between two attempts."""
-PASSED_THROUGH: Final = ("session_id",)
-"""Result fields copied into the result line when a run's result carries them (sessions)."""
 
 _FAILURE_FACTS: Final = re.compile(r"Subagent failure \(provider: [^;)]+; stage: ([a-z-]+); category: ([a-z-]+)")
 _FAILURE_LINE: Final = re.compile(r"Subagent failure \([^)\n]*\)")
@@ -90,6 +87,11 @@ class _Attempt:
     result: SubagentResult | None = None
     changes: dict[str, Any] | None = None
     """A worktree run's ``changes`` event data (also when the run failed: its branch and patch are kept)."""
+    session_id: str | None = None
+    """The session the attempt's run was a turn of (``RunHooks.on_session``)."""
+
+    def on_session(self, session_id: str) -> None:
+        self.session_id = session_id
 
     def on_frame(self, frame: StreamFrame) -> None:
         if not isinstance(frame, EventFrame):
@@ -169,6 +171,7 @@ async def _attempt(
             agent=plan.cwd,
             hooks=RunHooks(
                 on_result=attempt.on_result,
+                on_session=attempt.on_session,
                 on_frame=attempt.on_frame if on_run is not None or plan.workspace == "worktree" else None,
             ),
         )
@@ -191,8 +194,8 @@ async def _attempt(
             line["diagnostic"] = diagnostic
     if timed_out:
         line["error_code"] = TOOL_TIMEOUT
-    if result is not None:
-        line.update(_passed_through(result))
+    if result is not None and attempt.session_id is not None:
+        line["session_id"] = attempt.session_id
     if attempt.changes is not None:
         line["changes"] = attempt.changes
     return line
@@ -204,13 +207,3 @@ def _start_failure_diagnostic(tool_result: ToolResult) -> str | None:
         return None
     lines = _FAILURE_LINE.findall(tool_result.error.message)
     return "; ".join(lines) if lines else None
-
-
-def _passed_through(result: SubagentResult) -> dict[str, Any]:
-    passed: dict[str, Any] = {}
-    for name in PASSED_THROUGH:
-        value: object = getattr(result, name, None)
-        if value is None:
-            continue
-        passed[name] = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-    return passed

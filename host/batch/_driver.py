@@ -334,11 +334,13 @@ def _plans(
 
 
 def _job_config(config: HostConfig, used: set[str], permission: str | None, items: Sequence[BatchItem]) -> HostConfig:
-    """Retention off (the batch directory keeps every run), each entry's own deadline moved into the plans, and the
-    permission override applied to the ACP entries used."""
+    """Retention off (the batch directory keeps every run), each entry's own deadline moved into the plans, no child
+    kept warm after its item (``session_idle_ms`` 0: an item's session stays resumable cold), and the permission
+    override applied to the ACP entries used."""
     providers: dict[str, EntryConfig] = {}
     for name, entry in config.providers.items():
-        update: dict[str, object] = {"timeout_ms": None}
+        # A batch never continues an item's session, so a warm child would only wait for its eviction.
+        update: dict[str, object] = {"timeout_ms": None, "session_idle_ms": 0.0}
         if permission is not None and name in used:
             if not isinstance(entry, AcpEntryConfig):
                 item_id = next(item.id for item in items if item.provider == name)

@@ -1,20 +1,17 @@
 """Spawn a managed child in its own session and own its whole process tree until it is proven gone.
 
-The direct child's exit is awaited through the backend's own exit event, never through pipe EOF (an inherited
-pipe held by a grandchild makes an exited child look hung if one waits for EOF). anyio's ``Process.wait()`` gives
-exactly that on every backend: on trio a Linux pidfd (``pidfd_open`` plus a readability wait), on asyncio the
-event loop's child watcher (which also reaps the child; reaping it here too would race that watcher). So a live
-run costs no wake-ups. The rest of the tree has no exit event: once the leader is gone its liveness is polled.
-Liveness, SIGTERM and SIGKILL cover the child's process group plus a psutil snapshot of its descendants. Every
-wait is bounded by the caller or by ``grace_ms``; nothing here blocks the event loop.
+The child is spawned off the event loop (:mod:`host.process._spawn`) and its exit is awaited on a Linux pidfd,
+never through pipe EOF (an inherited pipe held by a grandchild makes an exited child look hung if one waits for
+EOF), so a live run costs no wake-ups. The rest of the tree has no exit event: once the leader is gone its
+liveness is polled. Liveness, SIGTERM and SIGKILL cover the child's process group plus a psutil snapshot of its
+descendants. Every wait is bounded by the caller or by ``grace_ms``; nothing here blocks the event loop.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
-import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 import anyio
@@ -26,7 +23,9 @@ from host.process._graces import term_grace, term_rung
 from host.process._handle import ProcessHandle
 from host.process._keeper import KeeperTicket, enrol
 from host.process._outcome import ProcessOutcome
+from host.process._poll import poll_until
 from host.process._registry import forget_tree, register_tree
+from host.process._spawn import open_pipe_process
 from host.process._stderr import StderrTail, drain_stderr
 from host.process._tree import ProcessTree
 
@@ -34,26 +33,8 @@ __all__ = ["ManagedProcess", "poll_until", "spawn_managed"]
 
 logger = logging.getLogger(__name__)
 
-# Longest interval between two liveness / returncode polls (the spec's 15 ms cadence).
-_POLL_INTERVAL_S: Final = 0.015
-# First interval of a wait: a child told to exit usually does so within a few ms, so the poll starts fast and
-# backs off geometrically to the cap; exit detection then lags the real exit by at most a quarter of the time
-# waited, and a long wait still costs one poll per 15 ms.
-_POLL_FIRST_INTERVAL_S: Final = 0.0005
-# Growth factor of the poll interval from one poll to the next within one wait.
-_POLL_BACKOFF: Final = 1.25
 # How long aclose() waits for stderr EOF after the tree is gone, so the tail holds the child's last lines.
 _STDERR_SETTLE_S: Final = 0.1
-
-
-async def poll_until(condition: Callable[[], bool]) -> None:
-    """Return once ``condition()`` holds, polling fast first and backing off to the 15 ms cadence (unbounded)."""
-    # Polling is deliberate: no event fires when a reaped leader's descendants die, and waiting for pipe EOF
-    # would hang on a grandchild that inherited stdout. The leader's own exit is awaited, not polled.
-    interval = _POLL_FIRST_INTERVAL_S
-    while not condition():
-        await anyio.sleep(interval)
-        interval = min(interval * _POLL_BACKOFF, _POLL_INTERVAL_S)
 
 
 class ManagedProcess(ProcessHandle):
@@ -270,15 +251,7 @@ async def spawn_managed(
     """
     ticket = enrol(env)
     try:
-        process = await anyio.open_process(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if capture_stderr else None,
-            cwd=cwd,
-            env=ticket.env,
-            start_new_session=True,
-        )
+        process = await open_pipe_process(argv, cwd=cwd, env=ticket.env, capture_stderr=capture_stderr)
     except BaseException:
         ticket.retire(0)
         raise

@@ -33,15 +33,11 @@ from host.sessions._store import (
     read_session_file,
     seconds_since,
 )
-from host.sessions._watch import CLOSE_CHECK_INTERVAL_S, honour_close, stamp_of, write_watched
+from host.sessions._watch import CLOSE_CHECK_INTERVAL_S, honour_close, stamp_of, write_watched, write_watched_off_loop
 from host.sessions._worktrees import SessionWorktrees
 from host.workspace import Workspaces
 
-__all__ = [
-    "MAX_COLD_IN_MEMORY",
-    "SESSION_WAIT_ABORTED",
-    "SessionTable",
-]
+__all__ = ["MAX_COLD_IN_MEMORY", "SESSION_WAIT_ABORTED", "SessionTable"]
 
 logger = logging.getLogger(__name__)
 
@@ -198,8 +194,9 @@ class SessionTable:
         if scope.cancelled_caught:
             raise StartAbortedError(SESSION_WAIT_ABORTED)
 
-    def end_turn(self, session: Session, lease: TurnLease, run_id: str | None) -> None:
-        """Record the turn (``run_id``: the run that served it, ``None`` when its start failed) and release the lock."""
+    async def end_turn(self, session: Session, lease: TurnLease, run_id: str | None) -> None:
+        """Record the turn (``run_id``: the run that served it, ``None`` when its start failed) and release the lock,
+        the session file written first (shielded) from a worker thread: its ``fsync`` never stalls the event loop."""
         record = session.record
         try:
             if run_id is not None:
@@ -217,7 +214,8 @@ class SessionTable:
                 # A session that never opened anything is forgotten: there is nothing to continue.
                 self._sessions.pop(session.id, None)
             else:
-                self._persist(record)
+                with anyio.CancelScope(shield=True):
+                    await write_watched_off_loop(self._state_dir, record, self._sessions.get(record.session_id))
         finally:
             session.busy = False
             session.lock.release()

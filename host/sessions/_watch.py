@@ -8,14 +8,27 @@ unchanged file (docs/behaviour.md#sessions-persistence).
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Final
 
+import anyio.to_thread
+
 from host.sessions._session import Session
 from host.sessions._store import SessionRecord, read_session_file, sessions_dir, write_session_file
 
-__all__ = ["CLOSE_CHECK_INTERVAL_S", "FileStamp", "closed_elsewhere", "honour_close", "stamp_of", "write_watched"]
+__all__ = [
+    "CLOSE_CHECK_INTERVAL_S",
+    "FileStamp",
+    "closed_elsewhere",
+    "honour_close",
+    "stamp_of",
+    "write_watched",
+    "write_watched_off_loop",
+]
+
+logger = logging.getLogger(__name__)
 
 CLOSE_CHECK_INTERVAL_S: Final = 1.0
 """How often the reaper checks the files of its idle warm sessions for a close by another process."""
@@ -65,3 +78,28 @@ def write_watched(state_dir: Path, record: SessionRecord, session: Session | Non
     write_session_file(state_dir, record)
     if session is not None:
         session.file_stamp = stamp_of(state_dir, record.session_id)
+
+
+async def write_watched_off_loop(state_dir: Path | None, record: SessionRecord, session: Session | None) -> None:
+    """``write_watched`` with the write (and its ``fsync``) in a worker thread, on a copy of ``record``, so the event
+    loop never waits on the disk; if ``record`` changed meanwhile (a ``close`` or the table's ``aclose`` wrote it on
+    the loop, and this older copy may have replaced theirs), it is written again. Nothing without a state directory;
+    a failed write is logged (as the table's own writes are)."""
+    if state_dir is None:
+        return
+    if session is not None and session.record is record:
+        honour_close(state_dir, session)
+    written = record.model_copy(deep=True)
+    try:
+        stamp = await anyio.to_thread.run_sync(_write_and_stamp, state_dir, written)
+        if session is not None:
+            session.file_stamp = stamp
+        if record != written:
+            write_watched(state_dir, record, session)
+    except OSError as exc:
+        logger.warning("subagent-host: writing session %s failed: %s", record.session_id, exc.strerror)
+
+
+def _write_and_stamp(state_dir: Path, record: SessionRecord) -> FileStamp | None:
+    write_session_file(state_dir, record)
+    return stamp_of(state_dir, record.session_id)

@@ -9,8 +9,10 @@ its ``dispose`` ends the turn exactly once (the session records it and the next 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
+
+import anyio
 
 from host._exceptions import RunFailure, SessionWorkspaceError, SubagentHostError
 from host.config import EntryConfig, WorkspaceMode
@@ -173,7 +175,8 @@ class SessionTurn:
         try:
             run = await provider.start(dataclasses.replace(request, lease=lease, workspace=self.workspace))
         except BaseException as exc:
-            self._table.end_turn(self.session, lease, None)
+            with anyio.CancelScope(shield=True):
+                await self._table.end_turn(self.session, lease, None)
             if lease.fork_refused and self._fork_source is not None and isinstance(exc, RunFailure):
                 raise fork_unsupported(self._fork_source, self.session.record.provider) from exc
             raise
@@ -183,9 +186,9 @@ class SessionTurn:
 class _TurnRun:
     """A run whose first ``dispose`` also ends its session turn."""
 
-    def __init__(self, inner: SubagentRun, end: Callable[[], None]) -> None:
+    def __init__(self, inner: SubagentRun, end: Callable[[], Awaitable[None]]) -> None:
         self._inner = inner
-        self._end: Callable[[], None] | None = end
+        self._end: Callable[[], Awaitable[None]] | None = end
 
     @property
     def id(self) -> str:
@@ -204,4 +207,5 @@ class _TurnRun:
         finally:
             end, self._end = self._end, None
             if end is not None:
-                end()
+                with anyio.CancelScope(shield=True):
+                    await end()

@@ -44,7 +44,8 @@ async def _lines(tmp_path: Path, name: str, executor: LocalExecutor | RayExecuto
 
 def _shape(line: dict[str, Any]) -> dict[str, Any]:
     assert isinstance(line["run_id"], str) and isinstance(line["duration_ms"], int)
-    return {key: value for key, value in line.items() if key not in ("run_id", "duration_ms")}
+    assert isinstance(line["session_id"], str)
+    return {key: value for key, value in line.items() if key not in ("run_id", "duration_ms", "session_id")}
 
 
 async def test_a_ray_batch_has_the_local_shape(tmp_path: Path, ray_cluster: str) -> None:

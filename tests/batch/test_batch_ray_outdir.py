@@ -54,7 +54,8 @@ def _editors(tmp_path: Path) -> Path:
 
 
 def _shape(line: dict[str, Any]) -> dict[str, Any]:
-    shaped = {key: value for key, value in line.items() if key not in ("run_id", "duration_ms")}
+    assert isinstance(line["session_id"], str)
+    shaped = {key: value for key, value in line.items() if key not in ("run_id", "duration_ms", "session_id")}
     # The changes line of the output names the branch: the item's session's (docs/behaviour.md#workspaces-sessions).
     branch = line["changes"]["branch"]
     shaped["output"] = [{**block, "text": block["text"].replace(branch, "BRANCH")} for block in line["output"]]
