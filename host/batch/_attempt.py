@@ -32,6 +32,7 @@ __all__ = [
     "RETRY_BACKOFF_S",
     "ItemOutcome",
     "ItemPlan",
+    "RecordedStarts",
     "is_infrastructure_failure",
     "run_item",
 ]
@@ -116,6 +117,26 @@ def is_infrastructure_failure(diagnostic: str | None) -> bool:
     return facts is not None and facts.group(1) in _RETRY_STAGES and facts.group(2) in _RETRY_CATEGORIES
 
 
+class RecordedStarts:
+    """The run id of each session's recorded ``run/start``, from the host's ``on_record``: a start that failed before
+    its run could report anything (spawn, handshake) still names its run record in the result line. An entry lives
+    from its ``run/start`` until its attempt ``pop``s it."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, str] = {}
+
+    def observe(self, run_id: str, record: dict[str, Any]) -> None:
+        """A ``RecordObserver`` (``Host.open(on_record=...)``)."""
+        if record.get("type") == "run/start":
+            session_id = record.get("data", {}).get("session_id")
+            if isinstance(session_id, str):
+                self._runs[session_id] = run_id
+
+    def pop(self, session_id: str | None) -> str | None:
+        """The run the session's attempt started, forgotten from now on."""
+        return self._runs.pop(session_id, None) if session_id is not None else None
+
+
 DiscardChanges = Callable[[Iterable[str]], Awaitable[None]]
 """Deletes the kept changes (branch, patch, changes file) of the given run ids (``Workspaces.delete_branches``)."""
 
@@ -127,16 +148,18 @@ async def run_item(
     *,
     on_run: Callable[[str], None] | None = None,
     discard_changes: DiscardChanges | None = None,
+    starts: RecordedStarts | None = None,
 ) -> ItemOutcome:
     """Run ``plan`` on ``host`` until it has a result or the batch's ``stop`` fires, retrying infrastructure
     failures up to ``plan.retries`` times with a doubling back-off; ``on_run`` gets each attempt's run id as its run
     starts. A worktree attempt that is retried has its kept changes deleted by ``discard_changes`` first (so the
-    retries of one item leave at most one branch: the last attempt's)."""
+    retries of one item leave at most one branch: the last attempt's). ``starts``, fed by the host's ``on_record``,
+    names the run of an attempt whose start failed."""
     started = time.monotonic()
     attempts = 0
     while True:
         attempts += 1
-        line = await _attempt(host, plan, stop, on_run)
+        line = await _attempt(host, plan, stop, on_run, starts)
         if line is None:
             return ItemOutcome(plan.item.id, None)
         if attempts > plan.retries or not is_infrastructure_failure(line.get("diagnostic")):
@@ -155,7 +178,11 @@ async def run_item(
 
 
 async def _attempt(
-    host: Host, plan: ItemPlan, stop: CancelSignal, on_run: Callable[[str], None] | None
+    host: Host,
+    plan: ItemPlan,
+    stop: CancelSignal,
+    on_run: Callable[[str], None] | None,
+    starts: RecordedStarts | None,
 ) -> dict[str, Any] | None:
     attempt = _Attempt(on_run)
     arguments: dict[str, Any] = {"task": plan.item.task}
@@ -177,9 +204,11 @@ async def _attempt(
         )
         timed_out = not stop.cancelled and timeout_of(signal, TOOL_TIMEOUT) is not None
     result = attempt.result
+    started_run = starts.pop(attempt.session_id) if starts is not None else None
     if stop.cancelled and (result is None or result.stop_reason != "completed"):
         return None
-    line: dict[str, Any] = {"schema": RESULT_SCHEMA, "id": plan.item.id, "run_id": attempt.run_id}
+    run_id = attempt.run_id if attempt.run_id is not None else started_run
+    line: dict[str, Any] = {"schema": RESULT_SCHEMA, "id": plan.item.id, "run_id": run_id}
     line["provider"] = plan.provider
     if result is not None:
         line["stop_reason"] = result.stop_reason

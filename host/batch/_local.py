@@ -12,7 +12,7 @@ from typing import Final
 import anyio
 
 from host._host import Host
-from host.batch._attempt import run_item
+from host.batch._attempt import RecordedStarts, run_item
 from host.batch._executor import BatchJob, Executor
 from host.workspace import Workspaces
 
@@ -45,13 +45,17 @@ class LocalExecutor(Executor):
             return
         plans = iter(job.plans)
         workspaces = Workspaces(job.state_dir)  # the host's own worktree store (same state directory)
+        starts = RecordedStarts()  # names the run of a start that failed
 
         async def work(host: Host) -> None:
             for plan in plans:  # one iterator shared by every worker: each item is taken once, in order
                 if job.stop.cancelled:
                     return
                 job.on_start(plan.item.id)
-                await job.deliver(await run_item(host, plan, job.stop, discard_changes=workspaces.delete_branches))
+                outcome = await run_item(
+                    host, plan, job.stop, discard_changes=workspaces.delete_branches, starts=starts
+                )
+                await job.deliver(outcome)
 
         async with (
             # The workers are the batch's own concurrency: the host's run limit never holds them below it.
@@ -60,6 +64,7 @@ class LocalExecutor(Executor):
                 parent_cwd=_cwd_of,
                 state_dir=job.state_dir,
                 max_concurrent_runs=max(job.config.max_concurrent_runs, self._workers),
+                on_record=starts.observe,
             ) as host,
             anyio.create_task_group() as group,
         ):

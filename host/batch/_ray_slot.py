@@ -16,7 +16,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from host._host import Host
-from host.batch._attempt import ItemOutcome, ItemPlan, run_item
+from host.batch._attempt import ItemOutcome, ItemPlan, RecordedStarts, run_item
 from host.batch._results import RESULT_SCHEMA
 from host.batch._run_files import RunFile, collect_run_files, read_chunk, remove_run_files, worker_state_dir
 from host.cancel import CancelController
@@ -93,6 +93,7 @@ class BatchSlot:
         self._ready: anyio.Event | None = None
         self._current: _Request | None = None
         """The item running now (the driver hands a slot one at a time): its runs are the ones the host records."""
+        self._starts = RecordedStarts()
 
     async def ready(self) -> bool:
         """Answers once the actor is up (the driver calls it before ``serve``; the loop is the actor's own)."""
@@ -152,6 +153,7 @@ class BatchSlot:
 
     def _on_record(self, run_id: str, record: dict[str, Any]) -> None:
         """Every run of the current item, a start that failed before its first frame included."""
+        self._starts.observe(run_id, record)
         current = self._current
         if record.get("type") == "run/start" and current is not None and run_id not in current.run_ids:
             current.run_ids.append(run_id)
@@ -163,6 +165,7 @@ class BatchSlot:
                 request.plan,
                 request.stop.signal,
                 discard_changes=workspaces.delete_branches,
+                starts=self._starts,
             )
         finally:
             request.done.set()

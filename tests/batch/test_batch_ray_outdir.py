@@ -145,9 +145,10 @@ async def test_a_failed_start_on_ray_keeps_the_childs_stderr_tail_as_locally(tmp
     [local_line], [ray_line] = result_lines(tmp_path / "local"), result_lines(tmp_path / "ray")
     assert ray_line["diagnostic"] == local_line["diagnostic"]
     assert "stage: initialize" in ray_line["diagnostic"] or "stage: process" in ray_line["diagnostic"]
-    # A start that failed leaves the line without a run id; its record and stderr tail are in OUTDIR/runs all the same.
-    assert ray_line["run_id"] is None and local_line["run_id"] is None
+    # A start that failed is a recorded run: the line names it, and its record and stderr tail are in OUTDIR/runs.
     [local_tail], [ray_tail] = (sorted((tmp_path / name / "runs").glob("*.stderr")) for name in ("local", "ray"))
+    assert local_line["run_id"] == local_tail.name.removesuffix(".stderr")
+    assert ray_line["run_id"] == ray_tail.name.removesuffix(".stderr")
     assert ray_tail.read_bytes() == local_tail.read_bytes() == b"boot failed: no token\n" * 3
     assert ray_tail.stat().st_mode & 0o777 == 0o600
     run_id = ray_tail.name.removesuffix(".stderr")
