@@ -12,7 +12,7 @@ import math
 
 import anyio
 
-from host._exceptions import AcpRunFailure
+from host._exceptions import AcpRunFailure, LineTooLongError
 from host.acp_provider._spec import StartupFailure, exit_facts, is_auth_required
 from host.diagnostics import AcpFailureFacts, AcpStage, acp_run_failure
 from host.process import ProcessHandle, ProcessOutcome
@@ -64,8 +64,23 @@ async def classify_prompt_failure(raw: BaseException, handle: ProcessHandle, gra
     """
     if is_auth_required(raw):
         return AcpFailureFacts("prompt", "auth-required")
+    if _caused_by_oversized_line(raw):
+        # The host closed the connection on a line past the bound: a transport failure, whatever the child does
+        # after (it may exit on the closed pipe before the exit is observed).
+        return AcpFailureFacts("prompt", "transport")
     outcome = await observe_outcome(handle, grace_ms)
     return exit_facts("process", outcome) if outcome is not None else AcpFailureFacts("prompt", "transport")
+
+
+def _caused_by_oversized_line(raw: BaseException) -> bool:
+    seen: set[int] = set()
+    cause: BaseException | None = raw
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, LineTooLongError):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def release_failure(raw: Exception, handle: ProcessHandle, on_error: ErrorSink | None) -> AcpRunFailure:
