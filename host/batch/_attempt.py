@@ -221,6 +221,11 @@ async def _attempt(
         diagnostic = None if timed_out else _start_failure_diagnostic(tool_result)
         if diagnostic is not None:
             line["diagnostic"] = diagnostic
+        elif not timed_out and isinstance(tool_result, ToolFailure):
+            # No closed line (a workspace or session refusal): the tool's own host-built, model-safe text says why.
+            line["error"] = tool_result.error.message
+            if tool_result.error.info is not None:
+                line["error_code"] = tool_result.error.info.code
     if timed_out:
         line["error_code"] = TOOL_TIMEOUT
     if result is not None and attempt.session_id is not None:
