@@ -165,10 +165,15 @@ def is_alive(conn: AcpConnection) -> bool:
 
 def _process_runs(pid: int) -> bool:
     """``False`` once the child exited, reaped or not. A child of this process is asked with one ``waitid``
-    (``WNOWAIT``: the reaping stays with its watcher); a reaped one, or a pid that is not this process's child, through
-    its ``/proc`` entry (a zombie counts as gone)."""
+    (``WNOWAIT``: the reaping stays with its watcher) and, while that reports nothing, its ``/proc/<pid>/stat`` state
+    (a killed multi-threaded child is a zombie before ``waitid`` reports it); a reaped one, or a pid that is not this
+    process's child, through its ``/proc`` entry (a zombie counts as gone)."""
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return False
+        # waitid reports a thread-group leader only once every thread has exited; a killed multi-threaded child
+        # already shows as a zombie before that (a loaded machine can stretch the gap to many milliseconds).
+        return not _shows_as_exited(pid)
     except ChildProcessError:
         pass
     try:
@@ -177,6 +182,16 @@ def _process_runs(pid: int) -> bool:
         return False
     except psutil.AccessDenied:
         return True
+
+
+def _shows_as_exited(pid: int) -> bool:
+    """Whether ``/proc/<pid>/stat`` shows the process dead or a zombie (or no longer exists)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2][1:2]
+    except OSError:
+        return True
+    return state in (b"Z", b"X")
 
 
 class DetachedPrompt:
