@@ -21,16 +21,16 @@ import anyio
 from host._json import ContentBlock
 from host._version import package_version
 from host.config import EntryConfig
-from host.diagnostics import SubagentResult
 from host.process import ProcessOutcome
 from host.records._cause import end_of_failed_start, run_cause
 from host.records._paths import ensure_runs_dir
 from host.records._recorder import RecordObserver, RunRecorder, RunStartFacts
 from host.records._store import count_transcripts, prune_runs
 from host.records._writer import TranscriptWriter
+from host.run._after_dispose import AfterDisposeRun
 from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.run._spawned import also_observe_spawns
-from host.stream import ProviderKind, StreamFrame, TranscriptEvent
+from host.stream import ProviderKind, StreamFrame
 
 __all__ = [
     "DROP_PRUNED_TIMEOUT_S",
@@ -260,39 +260,16 @@ class _RecordingProvider:
             recorder.announce(run.id, run)  # a provider that does not announce its runs: its facts, at least
         elif isinstance(run, ChildFacts):
             recorder.adopt(run)  # a wrapper's facts win (a worktree's setup output leads its stderr)
-        return _RecordedRun(run, lambda: self._recording.finish_run(recorder), self._recording.drop_pruned)
+        recording = self._recording
+
+        async def finish() -> None:
+            recording.finish_run(recorder)
+            await recording.drop_pruned()
+
+        return AfterDisposeRun(run, finish)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-
-class _RecordedRun:
-    """A run whose ``dispose`` also finishes its record."""
-
-    def __init__(
-        self, inner: SubagentRun, finish: Callable[[], None], drop_pruned: Callable[[], Awaitable[None]]
-    ) -> None:
-        self._inner = inner
-        self._finish = finish
-        self._drop_pruned = drop_pruned
-
-    @property
-    def id(self) -> str:
-        return self._inner.id
-
-    @property
-    def transcript(self) -> tuple[TranscriptEvent, ...]:
-        return self._inner.transcript
-
-    async def result(self) -> SubagentResult:
-        return await self._inner.result()
-
-    async def dispose(self) -> None:
-        try:
-            await self._inner.dispose()
-        finally:
-            self._finish()
-            await self._drop_pruned()
 
 
 def _prompt_sent(kind: ProviderKind, prompt: list[ContentBlock]) -> list[ContentBlock]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable
 from typing import Any, Final
 
 import anyio.to_thread
@@ -25,7 +24,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from host._exceptions import SubagentHostError
 from host._version import package_version
 from host.config import EntryConfig
-from host.diagnostics import SubagentResult
+from host.run._after_dispose import AfterDisposeRun
 from host.run._contracts import Capabilities, SubagentRequest, SubagentRun
 from host.stream import ChunkFrame, ProviderKind, StreamFrame, ToolCallChunk, TranscriptEvent, usage_of_transcript
 from host.telemetry._config import capture_content
@@ -97,7 +96,11 @@ class TracedProvider:
             tools.end_all()
             self._end(span, started, _error_type_of(exc))
             raise
-        return _TracedRun(run, lambda: self._finish(span, started, tools, run.transcript))
+
+        async def finish() -> None:
+            self._finish(span, started, tools, run.transcript)
+
+        return AfterDisposeRun(run, finish)
 
     async def aclose(self) -> None:
         try:
@@ -140,33 +143,6 @@ class TracedProvider:
             metric_attributes["error.type"] = error_type
         span.end()
         self._duration.record(time.monotonic() - started, attributes=metric_attributes)
-
-
-class _TracedRun:
-    """A run whose ``dispose`` also ends its span (once)."""
-
-    def __init__(self, inner: SubagentRun, finish: Callable[[], None]) -> None:
-        self._inner = inner
-        self._finish: Callable[[], None] | None = finish
-
-    @property
-    def id(self) -> str:
-        return self._inner.id
-
-    @property
-    def transcript(self) -> tuple[TranscriptEvent, ...]:
-        return self._inner.transcript
-
-    async def result(self) -> SubagentResult:
-        return await self._inner.result()
-
-    async def dispose(self) -> None:
-        try:
-            await self._inner.dispose()
-        finally:
-            finish, self._finish = self._finish, None
-            if finish is not None:
-                finish()
 
 
 class _ToolSpans:

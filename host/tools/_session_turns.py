@@ -9,17 +9,16 @@ its ``dispose`` ends the turn exactly once (the session records it and the next 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Final
 
 import anyio
 
 from host._exceptions import RunFailure, SessionWorkspaceError, SubagentHostError
 from host.config import EntryConfig, WorkspaceMode
-from host.diagnostics import SubagentResult
+from host.run._after_dispose import AfterDisposeRun
 from host.run._contracts import Provider, SubagentRequest, SubagentRun
 from host.sessions import Session, SessionTable, TurnLease, fork_unsupported
-from host.stream import TranscriptEvent
 
 __all__ = [
     "CONTEXT_RESET_TEXT",
@@ -180,32 +179,4 @@ class SessionTurn:
             if lease.fork_refused and self._fork_source is not None and isinstance(exc, RunFailure):
                 raise fork_unsupported(self._fork_source, self.session.record.provider) from exc
             raise
-        return _TurnRun(run, lambda: self._table.end_turn(self.session, lease, run.id))
-
-
-class _TurnRun:
-    """A run whose first ``dispose`` also ends its session turn."""
-
-    def __init__(self, inner: SubagentRun, end: Callable[[], Awaitable[None]]) -> None:
-        self._inner = inner
-        self._end: Callable[[], Awaitable[None]] | None = end
-
-    @property
-    def id(self) -> str:
-        return self._inner.id
-
-    @property
-    def transcript(self) -> tuple[TranscriptEvent, ...]:
-        return self._inner.transcript
-
-    async def result(self) -> SubagentResult:
-        return await self._inner.result()
-
-    async def dispose(self) -> None:
-        try:
-            await self._inner.dispose()
-        finally:
-            end, self._end = self._end, None
-            if end is not None:
-                with anyio.CancelScope(shield=True):
-                    await end()
+        return AfterDisposeRun(run, lambda: self._table.end_turn(self.session, lease, run.id))
