@@ -57,6 +57,18 @@ def branch_of_run(run_id: str) -> str:
     return BRANCH_PREFIX + run_id
 
 
+def _admin_dir_of(path: Path) -> Path | None:
+    """The worktree's admin directory in its repository, only when git's own back-link (``<admin>/gitdir``) names
+    this worktree's ``.git`` file: the ``.git`` file lives in the worktree, so the child can rewrite it, and a path
+    read from it alone must never choose where the host runs git or reach an error text."""
+    try:
+        admin = Path(os.fsdecode((path / ".git").read_bytes()).removeprefix("gitdir:").strip())
+        linked = Path(os.fsdecode((admin / "gitdir").read_bytes()).strip())
+        return admin if admin.is_absolute() and os.path.samefile(linked, path / ".git") else None
+    except (OSError, ValueError):
+        return None
+
+
 def _remove_if_stale(path: Path) -> None:
     if time.time() - path.stat().st_mtime > _STALE_HALF_MADE_S:
         shutil.rmtree(path, ignore_errors=True)
@@ -184,10 +196,12 @@ class Workspaces:
         if not dotgit.is_file():
             _remove_if_stale(path)
             return False
-        admin = Path(dotgit.read_text().removeprefix("gitdir:").strip())
+        admin = _admin_dir_of(path)
+        if admin is None:
+            return False  # not a worktree git links back to (the child may have rewritten its .git file)
         try:
             reason = (admin / "locked").read_text()
-        except FileNotFoundError:
+        except (OSError, UnicodeDecodeError):
             return False
         base = dead_lock_reason(reason)
         if base is None:
