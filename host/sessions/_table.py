@@ -149,7 +149,12 @@ class SessionTable:
             RunFailure: the session cannot be continued (``resume`` / ``session-expired``) and ``if_lost_new`` is off.
             SubagentHostError: the table is closed.
         """
-        await self._acquire(session, signal)
+        try:
+            await self._acquire(session, signal)
+        except StartAbortedError:
+            if session.record.turns == 0 and session.record.agent_session_id is None and self._unused_and_cold(session):
+                self._sessions.pop(session.id, None)  # a new session aborted before its first turn: nothing to keep
+            raise
         try:
             if self._closed:
                 raise SubagentHostError("subagent host is closed")
