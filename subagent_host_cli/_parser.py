@@ -29,7 +29,8 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_LEVEL_ENV_VAR: Final = "SUBAGENT_HOST_LOG_LEVEL"
 
 _SERVE_DESCRIPTION: Final = (
-    "Serve the host's tools (delegate_<name>, job_output, job_list, job_kill) as an MCP server on stdin/stdout, "
+    "Serve the host's tools (delegate_<name>, job_output, job_list, job_kill, session_list, session_close, "
+    "changes_apply) as an MCP server on stdin/stdout, "
     "or over Streamable HTTP with --http. Stdin EOF, SIGTERM, SIGINT and SIGHUP shut it down: every run and job "
     "is torn down and the exit status is 0. Every run is recorded under the state directory unless --no-record."
 )

@@ -1,5 +1,5 @@
-"""The commands that read the state directory: ``runs``, ``sessions`` and ``ui`` (kept apart so the parser module
-stays small). Stdlib only, like the whole console entry.
+"""The commands about what the state directory holds: ``runs``, ``sessions`` and ``ui`` (kept apart so the parser
+module stays small). Stdlib only, like the whole console entry.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def add_runs(sub: argparse._SubParsersAction[ParserT], formatter: type[argparse.
         "list",
         help="the recorded runs, newest first",
         description="List the recorded runs, newest first, under a header row: run id, start time, provider, "
-        "duration, status, task.",
+        "duration, status, cause, cost, task.",
         epilog=RUNS_LIST_EPILOG,
         formatter_class=formatter,
     )

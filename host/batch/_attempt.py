@@ -222,7 +222,8 @@ async def _attempt(
         if diagnostic is not None:
             line["diagnostic"] = diagnostic
         elif not timed_out and isinstance(tool_result, ToolFailure):
-            # No closed line (a workspace or session refusal): the tool's own host-built, model-safe text says why.
+            # No closed line (e.g. a workspace refusal): the tool's model-visible failure text, safe by the registry's
+            # contract (docs/behaviour.md#registry-failures-from-exceptions), says why.
             line["error"] = tool_result.error.message
             if tool_result.error.info is not None:
                 line["error_code"] = tool_result.error.info.code
