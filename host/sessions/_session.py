@@ -63,7 +63,6 @@ class TurnLease:
         self._warm = warm
         self.turn = session.record.turns + 1
         self.context_reset = False
-        self.opened_agent_session = False
         self.fork_refused = False
         """The handshake showed that the agent cannot fork (this turn's fork fails as ``SessionForkError``)."""
 
@@ -107,7 +106,6 @@ class TurnLease:
         """Record the agent session the handshake established."""
         self._session.record.agent_session_id = agent_session_id
         self.context_reset = self.context_reset or context_reset  # the table may have decided the reset already
-        self.opened_agent_session = True
         self._fork_of = None
 
     def keep(self, child: WarmChild) -> None:

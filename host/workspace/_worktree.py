@@ -133,7 +133,7 @@ async def create_worktree(repo: Repository, baseline: Baseline, owner: str, path
                 ],
                 cwd=repo.toplevel,
             )
-        await _copy_included(repo.toplevel, str(path))
+        await copy_included(repo.toplevel, str(path))
     except BaseException:
         with anyio.CancelScope(shield=True):
             await remove_worktree(workspace, locks, keep_branch=False)
@@ -141,7 +141,8 @@ async def create_worktree(repo: Repository, baseline: Baseline, owner: str, path
     return workspace
 
 
-async def _copy_included(source: str, target: str) -> None:
+async def copy_included(source: str, target: str) -> None:
+    """Copy into ``target`` the ignored files of ``source`` that its ``.worktreeinclude`` names."""
     include = _include_file(source)
     if include is None:
         return
@@ -302,7 +303,3 @@ async def remove_worktree(workspace: Workspace, locks: RepoLocks, *, keep_branch
         await git(["worktree", "prune"], cwd=common, check=False)
         if not keep_branch:
             await git(["branch", "-D", workspace.branch], cwd=common, check=False)
-
-
-copy_included = _copy_included
-"""Copy into ``target`` the ignored files of ``source`` that its ``.worktreeinclude`` names (a reopened worktree)."""
