@@ -7,6 +7,7 @@ are nearest-rank percentiles; ``failed`` lists every item that did not complete 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -105,13 +106,18 @@ def write_summary(outdir: Path, summary: Mapping[str, Any]) -> None:
     temporary = outdir / f".{SUMMARY_FILE_NAME}.{os.getpid()}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _FILE_MODE)
     try:
-        os.fchmod(fd, _FILE_MODE)  # a stale temporary file keeps its mode through O_TRUNC
-        data = memoryview((json.dumps(summary, indent=2) + "\n").encode("utf-8"))
-        while data:
-            data = data[os.write(fd, data) :]
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
+        try:
+            os.fchmod(fd, _FILE_MODE)  # a stale temporary file keeps its mode through O_TRUNC
+            data = memoryview((json.dumps(summary, indent=2) + "\n").encode("utf-8"))
+            while data:
+                data = data[os.write(fd, data) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _percentile(sorted_values: list[float], percent: int) -> float | None:

@@ -146,7 +146,12 @@ def write_session_file(state_dir: Path, record: SessionRecord) -> None:
             os.unlink(temporary)
         raise
     os.close(fd)
-    os.replace(temporary, target)
+    try:
+        os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def read_session_file(state_dir: Path, session_id: str) -> SessionRecord | None:
