@@ -11,7 +11,7 @@ times, interleaved per round:
 - the live stream: a writer appends a record to a running transcript (holding its lock, as the host's writer
   does); the time until the event arrives on ``/api/runs/<id>/events``.
 
-Targets (issue 23): a warm answer under 200 ms; the stream at most 250 ms behind a write. Medians with min-max; the
+Targets: a warm answer under 200 ms; the stream at most 250 ms behind a write. Medians with min-max; the
 server's CPU (psutil) and this process's (``getrusage``).
 """
 

@@ -1,4 +1,4 @@
-"""Issue 10, library edges: ``Host.open`` takes a path, a bad ``signal`` fails at once, the ``host`` logger is quiet
+"""Library edges: ``Host.open`` takes a path, a bad ``signal`` fails at once, the ``host`` logger is quiet
 by default, and an entry's description keeps the standard usage text."""
 
 from __future__ import annotations

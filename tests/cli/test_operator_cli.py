@@ -1,4 +1,4 @@
-"""Issue 10, "What was seen": each item driven through the installed ``subagent-host`` script in a subprocess."""
+"""The operator CLI: each behaviour driven through the installed ``subagent-host`` script in a subprocess."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``subagent-host run --json`` for ``kind = "dsh-sdk"`` entries, as a real subprocess on the real fake runtime.
 
-Issue 4 deliverable 4: the same JSON contract and SIGINT behaviour as ACP; planted secrets (stderr, JSON-RPC error
+The DSH SDK command line: the same JSON contract and SIGINT behaviour as ACP; planted secrets (stderr, JSON-RPC error
 payloads, the child's ``LlmFailure`` message) never reach stdout.
 """
 

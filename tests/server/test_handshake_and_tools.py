@@ -125,8 +125,8 @@ async def test_tools_calls_and_background_jobs_through_the_official_client(tmp_p
         "completed": ("in the background\n[session: <session_id>]\n[status: completed]", False),
         "finished_kill": ("job subagent-2 had already finished [status: completed]", False),
     }
-    # Issue 18 on purpose: the background-start line is in structuredContent too (clients may show only that).
-    # Issue 19: so is the run id the job's record will have (minted at the start).
+    # On purpose: the background-start line is in structuredContent too (clients may show only that).
+    # So is the run id the job's record will have (minted at the start).
     assert started.structured_content is not None
     run_id = started.structured_content.pop("run_id")
     assert isinstance(run_id, str) and len(run_id) == 36

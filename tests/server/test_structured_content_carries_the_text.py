@@ -115,7 +115,7 @@ async def test_every_text_a_result_carries_is_in_its_structured_content(tmp_path
     assert shown["refusal"]["error"] == refused
     assert shown["timeout"]["error"] == "Error: tool call timed out after 300ms"
     assert shown["bad_arguments"]["error"].startswith("Error: invalid arguments:")
-    background_run_id = shown["background_start"].pop("run_id")  # minted at the start (issue 19)
+    background_run_id = shown["background_start"].pop("run_id")  # minted at the start
     assert isinstance(background_run_id, str) and len(background_run_id) == 36
     assert scrub_session_ids(shown["background_start"]) == {
         "provider": "echo",

@@ -81,7 +81,7 @@ async def test_a_closed_session_ends_session_expired_with_the_hint_and_if_lost_n
     line = "subagent-acp: Subagent failure (provider: ACP; stage: resume; category: session-expired)"
     assert expired[0] == 1
     expired_answer = _answer(expired[1])
-    # A start that failed once the run had its id is a recorded run (issue 19): its run id and closed cause.
+    # A start that failed once the run had its id is a recorded run: its run id and closed cause.
     assert len(expired_answer.pop("run_id")) == 36
     assert expired_answer == {
         "schema": 1,
