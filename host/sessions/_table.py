@@ -53,19 +53,10 @@ class SessionTable:
     """Every session of one host: in memory while used, on disk (``<state>/sessions/``) when a state dir is given."""
 
     def __init__(
-        self,
-        *,
-        state_dir: Path | None,
-        max_warm: int,
-        ttl_days: int,
-        task_group: TaskGroup,
-        workspaces: Workspaces,
-        persist_shared: bool = True,
+        self, *, state_dir: Path | None, max_warm: int, ttl_days: int, task_group: TaskGroup, workspaces: Workspaces
     ) -> None:
-        """``persist_shared=False``: a session in the shared workspace gets no file (a batch's one-shot items); a
-        worktree session's file is still written (it names the worktree's branch and patch)."""
         self._state_dir = state_dir
-        self._persist_shared = persist_shared
+        self.persist_shared = True  # False: a shared-workspace session gets no file (a batch's one-shot items)
         self._max_warm = max_warm
         self.ttl_days: Final = ttl_days
         self._ttl_s = ttl_days * 86400.0
@@ -228,7 +219,7 @@ class SessionTable:
             if record.turns == 0 and record.agent_session_id is None and run_id is None:
                 # A session that never opened anything is forgotten: there is nothing to continue.
                 self._sessions.pop(session.id, None)
-            elif self._has_file(record):
+            elif self.persist_shared or record.workspace == "worktree":  # a worktree's file names its branch
                 with anyio.CancelScope(shield=True):
                     await write_watched_off_loop(self._state_dir, record, self._sessions.get(record.session_id))
         finally:
@@ -400,11 +391,8 @@ class SessionTable:
     def _disk_records(self) -> list[SessionRecord]:
         return list_session_files(self._state_dir) if self._state_dir is not None else []
 
-    def _has_file(self, record: SessionRecord) -> bool:
-        return self._state_dir is not None and (self._persist_shared or record.workspace == "worktree")
-
     def _persist(self, record: SessionRecord) -> None:
-        if self._state_dir is None or not self._has_file(record):
+        if self._state_dir is None or not (self.persist_shared or record.workspace == "worktree"):
             return
         try:
             write_watched(self._state_dir, record, self._sessions.get(record.session_id))
