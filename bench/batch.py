@@ -1,8 +1,8 @@
 """Batch benchmarks (run as ``python bench/batch.py [--memory] [--ray]``; prints results, asserts nothing).
 
 1. Throughput: ``BENCH_ITEMS`` (1000) items on the built-in echo with 8 workers through ``open_batch`` and the
-   local executor (results, run records and the summary written to a temporary batch directory, made and removed
-   outside the timing) vs the floor: a
+   local executor (results, run records and the summary written to a temporary batch directory, made outside the
+   timing; every rep's directory is removed after the last rep) vs the floor: a
    stdlib loop spawning the same echo child (``python -I -S host/_echo_agent.py``) as many times with 8 threads
    and doing the same exchange (initialize, session/new, prompt, stdin EOF, wait). ``BENCH_REPS`` (3) interleaved
    repetitions; median items/s (min-max) and this process's CPU per item; target >= 0.8x the floor.
@@ -103,11 +103,16 @@ async def throughput(ray: bool) -> None:
     sides: dict[str, list[tuple[float, float, float]]] = {"floor": [], "local": []}
     if ray:
         sides["ray"] = []
-    for rep in range(REPS):
-        for side in sides:
-            # The batch directory is made and removed outside the timing: the floor writes no files, and removing
-            # thousands of records (2 ms per unlink on a loaded ext4) is not part of running the batch.
-            with tempfile.TemporaryDirectory() as outdir:
+    load_before = os.getloadavg()[0]
+    # Every batch directory is made outside the timing and all are removed after the last rep: the floor writes no
+    # files, removing thousands of records is not part of running a batch, and on an ext4 without a journal (this
+    # project's development machine) every file created within minutes of a mass removal pays for a scan of the
+    # recently deleted inodes, so a removal between reps would slow the next rep's records (a user's batch does not
+    # follow the removal of the last one).
+    with tempfile.TemporaryDirectory() as parent:
+        for rep in range(REPS):
+            for side in sides:
+                outdir = tempfile.mkdtemp(dir=parent)
                 cpu, children, wall = cpu_s(), children_cpu_s(), time.perf_counter()
                 if side == "floor":
                     await anyio.to_thread.run_sync(floor, ITEMS, cwd)
@@ -116,8 +121,11 @@ async def throughput(ray: bool) -> None:
                 else:
                     assert await batch(items, RayExecutor(WORKERS), outdir) == ITEMS
                 sides[side].append((time.perf_counter() - wall, cpu_s() - cpu, children_cpu_s() - children))
-            print(f"  rep {rep + 1} {side}: {sides[side][-1][0]:.2f} s", flush=True)
-    print(f"\n{ITEMS} echo items, {WORKERS} workers, {REPS} interleaved reps (load {os.getloadavg()[0]:.1f})")
+                print(f"  rep {rep + 1} {side}: {sides[side][-1][0]:.2f} s", flush=True)
+    print(
+        f"\n{ITEMS} echo items, {WORKERS} workers, {REPS} interleaved reps "
+        f"(load {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)"
+    )
     floor_rate = statistics.median(ITEMS / wall for wall, _, _ in sides["floor"])
     floor_total = statistics.median(c + k for _, c, k in sides["floor"]) / ITEMS * 1000
     print("(total CPU = this process + its reaped children; on a saturated machine throughput follows it)")

@@ -102,6 +102,7 @@ class Host:
         workspaces: Workspaces | None = None,
         max_concurrent_runs: int | None = None,
         state_dir: Path | None = None,
+        persist_shared_sessions: bool = True,
     ) -> None:
         """Build the providers and the registry (use ``Host.open``, which also owns the task group and the close)."""
         self._config = config
@@ -129,6 +130,7 @@ class Host:
             task_group=task_group,
             workspaces=self._workspaces,
         )
+        self._sessions.persist_shared = persist_shared_sessions
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():
             self._providers[name] = _create_provider(entry, task_group, recording, self._workspaces)
@@ -168,6 +170,7 @@ class Host:
         state_dir: str | os.PathLike[str] | None = None,
         on_record: RecordObserver | None = None,
         max_concurrent_runs: int | None = None,
+        persist_shared_sessions: bool = True,
     ) -> AsyncGenerator[Host]:
         """Open a host over ``config`` (``None``: the ``load_config()`` lookup order); close it on exit.
 
@@ -181,6 +184,9 @@ class Host:
             on_record: observes every run record as it is emitted (also without ``state_dir``).
             max_concurrent_runs: how many runs (foreground calls and background jobs together) may be alive at
                 once; the rest queue. ``None``: the config's ``[host] max_concurrent_runs`` (default 8).
+            persist_shared_sessions: ``False``: a session in the shared workspace is never written under
+                ``<state_dir>/sessions/``, so once its child is gone it cannot be continued (a batch's one-shot items;
+                a ``worktree`` session's file is still written).
 
         Raises:
             ConfigError: loading the config (a path, or the lookup order) failed.
@@ -225,6 +231,7 @@ class Host:
                     workspaces=workspaces,
                     max_concurrent_runs=max_concurrent_runs,
                     state_dir=resolved_state_dir,
+                    persist_shared_sessions=persist_shared_sessions,
                 )
                 host._sessions.start()
                 try:

@@ -65,6 +65,8 @@ class LocalExecutor(Executor):
                 state_dir=job.state_dir,
                 max_concurrent_runs=max(job.config.max_concurrent_runs, self._workers),
                 on_record=starts.observe,
+                # An item is one-shot: its session (shared workspace) needs no file, which costs a file creation.
+                persist_shared_sessions=False,
             ) as host,
             anyio.create_task_group() as group,
         ):

@@ -108,7 +108,11 @@ class BatchSlot:
         try:
             async with (
                 Host.open(
-                    self._config, parent_cwd=_cwd_of, state_dir=self._state_dir, on_record=self._on_record
+                    self._config,
+                    parent_cwd=_cwd_of,
+                    state_dir=self._state_dir,
+                    on_record=self._on_record,
+                    persist_shared_sessions=False,  # as the local executor: an item's session needs no file
                 ) as host,
                 anyio.create_task_group() as group,
                 receive,

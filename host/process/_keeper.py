@@ -183,8 +183,14 @@ def enrol(env: Mapping[str, str]) -> KeeperTicket:
 
 def _start_ticks(pid: int) -> int | None:
     try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        data = os.read(fd, 4096)  # one read: the whole line (a 16-byte comm bounds it far below this)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     fields = data[data.rfind(b")") + 2 :].split()
     return int(fields[19]) if len(fields) > 19 else None

@@ -54,11 +54,15 @@ class _PipeReceiveStream(ByteReceiveStream):
                 raise anyio.EndOfStream
             return data
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
+        """Close the pipe now (a waiting ``receive`` is woken with ``ClosedResourceError``); idempotent."""
         if not self._closed:
             self._closed = True
             anyio.notify_closing(self._fd)
             self._pipe.close()
+
+    async def aclose(self) -> None:
+        self.close()
         await anyio.lowlevel.checkpoint()
 
 
@@ -72,6 +76,8 @@ class _PipeSendStream(ByteSendStream):
         self._closed = False
 
     async def send(self, item: bytes) -> None:
+        """Write all of ``item``; yields to the loop only while the pipe is full (every caller awaits the child's
+        answer next, so a send that fits in the pipe needs no scheduling point of its own)."""
         await anyio.lowlevel.checkpoint_if_cancelled()
         view = memoryview(item)
         while view:
@@ -83,13 +89,16 @@ class _PipeSendStream(ByteSendStream):
                 await anyio.wait_writable(self._fd)
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise anyio.BrokenResourceError from exc
-        await anyio.lowlevel.cancel_shielded_checkpoint()
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
+        """Close the pipe now (the child reads EOF); idempotent."""
         if not self._closed:
             self._closed = True
             anyio.notify_closing(self._fd)
             self._pipe.close()
+
+    async def aclose(self) -> None:
+        self.close()
         await anyio.lowlevel.checkpoint()
 
 
@@ -103,10 +112,9 @@ class PipeProcess(Process):
         self._stderr = _PipeReceiveStream(popen.stderr) if popen.stderr is not None else None
 
     async def aclose(self) -> None:
-        with anyio.CancelScope(shield=True):
-            for stream in (self._stdin, self._stdout, self._stderr):
-                if stream is not None:
-                    await stream.aclose()
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                stream.close()  # synchronous: no cancel can come between the closes
         try:
             await self.wait()
         except BaseException:

@@ -56,6 +56,7 @@ class SessionTable:
         self, *, state_dir: Path | None, max_warm: int, ttl_days: int, task_group: TaskGroup, workspaces: Workspaces
     ) -> None:
         self._state_dir = state_dir
+        self.persist_shared = True  # False: a shared-workspace session gets no file (a batch's one-shot items)
         self._max_warm = max_warm
         self.ttl_days: Final = ttl_days
         self._ttl_s = ttl_days * 86400.0
@@ -218,7 +219,7 @@ class SessionTable:
             if record.turns == 0 and record.agent_session_id is None and run_id is None:
                 # A session that never opened anything is forgotten: there is nothing to continue.
                 self._sessions.pop(session.id, None)
-            else:
+            elif self.persist_shared or record.workspace == "worktree":  # a worktree's file names its branch
                 with anyio.CancelScope(shield=True):
                     await write_watched_off_loop(self._state_dir, record, self._sessions.get(record.session_id))
         finally:
@@ -391,7 +392,7 @@ class SessionTable:
         return list_session_files(self._state_dir) if self._state_dir is not None else []
 
     def _persist(self, record: SessionRecord) -> None:
-        if self._state_dir is None:
+        if self._state_dir is None or not (self.persist_shared or record.workspace == "worktree"):
             return
         try:
             write_watched(self._state_dir, record, self._sessions.get(record.session_id))
