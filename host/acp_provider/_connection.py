@@ -26,7 +26,7 @@ from host._exceptions import (
 from host._version import package_version
 from host.acp_provider._wire import update_of
 from host.config import InheritEnv
-from host.jsonrpc import JsonRpcPeer
+from host.jsonrpc import JsonRpcPeer, Outstanding
 from host.process import ProcessHandle, build_child_env
 from host.run._child import ChildConnection, SpawnFn, open_child_connection
 
@@ -206,6 +206,23 @@ class AcpConnection:
                 self._with_meta({"sessionId": session_id, "prompt": list(blocks)}),
                 on_response=on_response,
             )
+
+    async def send_prompt(
+        self, session_id: str, blocks: Sequence[Mapping[str, object]], *, on_response: Callable[[object], None]
+    ) -> Outstanding:
+        """Write ``session/prompt`` (as :meth:`prompt`) without waiting for its answer (:meth:`answer`)."""
+        with map_exceptions(_REQUEST_ERRORS):
+            return await self._peer.send_request(
+                "session/prompt",
+                self._with_meta({"sessionId": session_id, "prompt": list(blocks)}),
+                on_response=on_response,
+            )
+
+    @staticmethod
+    async def answer(outstanding: Outstanding) -> object:
+        """Wait for the raw result of a request :meth:`send_prompt` wrote (a cancellation point)."""
+        with map_exceptions(_REQUEST_ERRORS):
+            return await outstanding.result()
 
     def _with_meta(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._meta is not None:
