@@ -220,8 +220,7 @@ class SessionTable:
         self._wake_reaper_for(session)
 
     def _wake_reaper_for(self, session: Session) -> None:
-        """Wake the reaper only when ``session``, now idle and warm, is due before the reaper wakes by itself (its
-        idle time, or its first check for a close by another process); a warm turn after a warm turn wakes nothing."""
+        """Wake the reaper only when ``session``, now idle and warm, is due before the reaper wakes by itself."""
         if session.warm is None:
             return
         due = min(session.idle_since + session.idle_ms / 1000, time.monotonic() + CLOSE_CHECK_INTERVAL_S)
@@ -272,7 +271,8 @@ class SessionTable:
                     next_sweep = current + _TTL_SWEEP_INTERVAL_S
                 wake_at = next_sweep
                 for session in list(self._sessions.values()):
-                    if session.warm is None or session.busy:
+                    if session.busy or session.warm is None:  # a busy one is polled: its turn's end wakes nothing
+                        wake_at = min(wake_at, current + CLOSE_CHECK_INTERVAL_S) if session.busy else wake_at
                         continue
                     due = session.idle_since + session.idle_ms / 1000
                     if due <= current or honour_close(self._state_dir, session):
