@@ -63,6 +63,11 @@ _REQUEST_ERRORS: Final[ErrorMapping] = {
 }
 
 
+def _acp_error(raw: Exception) -> Exception:
+    """``raw`` as the ACP provider's raw error (``_REQUEST_ERRORS``)."""
+    return next(build(raw) for raw_class, build in _REQUEST_ERRORS.items() if isinstance(raw, raw_class))
+
+
 class AcpConnection:
     """The ACP client side of one child connection; built by :func:`open_acp_connection`."""
 
@@ -211,18 +216,19 @@ class AcpConnection:
         self, session_id: str, blocks: Sequence[Mapping[str, object]], *, on_response: Callable[[object], None]
     ) -> Outstanding:
         """Write ``session/prompt`` (as :meth:`prompt`) without waiting for its answer (:meth:`answer`)."""
-        with map_exceptions(_REQUEST_ERRORS):
-            return await self._peer.send_request(
-                "session/prompt",
-                self._with_meta({"sessionId": session_id, "prompt": list(blocks)}),
-                on_response=on_response,
-            )
+        params = self._with_meta({"sessionId": session_id, "prompt": list(blocks)})
+        try:  # mapped inline, not with map_exceptions: this and answer() run on every warm turn
+            return await self._peer.send_request("session/prompt", params, on_response=on_response)
+        except (ResponseError, ConnectionClosedError, PeerWriteError) as raw:
+            raise _acp_error(raw) from raw
 
     @staticmethod
     async def answer(outstanding: Outstanding) -> object:
         """Wait for the raw result of a request :meth:`send_prompt` wrote (a cancellation point)."""
-        with map_exceptions(_REQUEST_ERRORS):
+        try:
             return await outstanding.result()
+        except (ResponseError, ConnectionClosedError, PeerWriteError) as raw:
+            raise _acp_error(raw) from raw
 
     def _with_meta(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._meta is not None:
