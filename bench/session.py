@@ -7,7 +7,9 @@ process, interleaved per repetition: the **floor** writes one ``session/prompt``
 (every line decoded with ``json.loads``); the **warm turn** is ``Host.execute("delegate_warm", {task, session_id})``
 on a session whose child is alive; the **cold resume** is the same call on an entry with ``session_idle_ms = 0``
 (spawn, ``initialize``, ``session/resume``, prompt, ``session/close``-less ladder); the **fresh run** is a call
-without ``session_id`` on that entry (spawn, ``initialize``, ``session/new``, prompt, ladder). Printed: median wall
+without ``session_id`` on that entry (spawn, ``initialize``, ``session/new``, prompt, ladder); the **recorded warm
+turn** is the warm turn on a second ``Host`` with a state directory, as ``serve`` runs (each turn writes its run
+record and its session file). Printed: median wall
 (min–max) in ms, the ratio of medians to the floor, and this process's CPU per call (``getrusage``, children
 excluded).
 """
@@ -100,17 +102,24 @@ async def main() -> None:
         )
         floor = _Floor({"MOCK_SESSION_RESUME": "1", "MOCK_SESSION_DIR": state})
         sides: dict[str, tuple[list[float], list[float]]] = {
-            name: ([], []) for name in ("floor", "warm turn", "cold resume", "fresh run")
+            name: ([], []) for name in ("floor", "warm turn", "recorded warm", "cold resume", "fresh run")
         }
         signal = CancelController().signal
-        async with Host.open(config) as host:
+        async with Host.open(config) as host, Host.open(config, state_dir=Path(state) / "state") as recorded:
             warm = await host.execute("delegate_warm", {"task": "open"}, signal=signal)
+            recorded_warm = await recorded.execute("delegate_warm", {"task": "open"}, signal=signal)
+            recorded_id = recorded_warm.to_json()["value"]["session_id"]
             cold = await host.execute("delegate_cold", {"task": "open"}, signal=signal)
             warm_id = warm.to_json()["value"]["session_id"]
             cold_id = cold.to_json()["value"]["session_id"]
 
             async def warm_turn() -> None:
                 result = await host.execute("delegate_warm", {"task": "t", "session_id": warm_id}, signal=signal)
+                assert not result.is_error
+
+            async def recorded_turn() -> None:
+                arguments = {"task": "t", "session_id": recorded_id}
+                result = await recorded.execute("delegate_warm", arguments, signal=signal)
                 assert not result.is_error
 
             async def cold_resume() -> None:
@@ -124,7 +133,13 @@ async def main() -> None:
             async def floor_turn() -> None:
                 floor.turn("t")
 
-            calls = {"floor": floor_turn, "warm turn": warm_turn, "cold resume": cold_resume, "fresh run": fresh_run}
+            calls = {
+                "floor": floor_turn,
+                "warm turn": warm_turn,
+                "recorded warm": recorded_turn,
+                "cold resume": cold_resume,
+                "fresh run": fresh_run,
+            }
             for _ in range(3):  # warm-up
                 for call in calls.values():
                     await call()

@@ -113,8 +113,8 @@ class Host:
         self._call_keys = itertools.count()
         self._call_numbers = itertools.count(1)
         self._hooks: dict[str, RunHooks] = {}
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._idle: anyio.Event | None = None
+        """Set when the last call ends; made only while the close waits for calls (never on a call's path)."""
         # One limit for every run, foreground or background (docs/behaviour.md#results-run-slots).
         self._slots = RunSlots(max_concurrent_runs or config.max_concurrent_runs)
         self._jobs = JobRunner(
@@ -297,7 +297,6 @@ class Host:
         key = next(self._call_keys)
         controller = CancelController()
         self._calls[key] = controller
-        self._idle = anyio.Event() if len(self._calls) == 1 else self._idle
         fused, dispose = fuse(signal, controller.signal)
         try:
             return await self._registry.execute(
@@ -308,7 +307,7 @@ class Host:
             del self._calls[key]
             if hooks is not None:
                 del self._hooks[call_id]
-            if not self._calls:
+            if not self._calls and self._idle is not None:
                 self._idle.set()
 
     async def wait_job(self, job_id: str) -> JobOutcome:
@@ -341,7 +340,9 @@ class Host:
                 controller.cancel(HOST_CLOSED_REASON)
             await self._jobs.aclose()
             with anyio.move_on_after(CALLS_CLOSE_TIMEOUT_S) as scope:
-                await self._idle.wait()
+                if self._calls:
+                    self._idle = anyio.Event()
+                    await self._idle.wait()
             if scope.cancelled_caught:
                 logger.warning("subagent-host: outstanding calls did not settle within %ss", CALLS_CLOSE_TIMEOUT_S)
             # Every warm session goes cold (its child down, its file kept): a later host resumes it.

@@ -26,7 +26,7 @@ from host._exceptions import (
 from host._version import package_version
 from host.acp_provider._wire import update_of
 from host.config import InheritEnv
-from host.jsonrpc import JsonRpcPeer
+from host.jsonrpc import JsonRpcPeer, Outstanding
 from host.process import ProcessHandle, build_child_env
 from host.run._child import ChildConnection, SpawnFn, open_child_connection
 
@@ -61,6 +61,11 @@ _REQUEST_ERRORS: Final[ErrorMapping] = {
     ConnectionClosedError: _closed,
     PeerWriteError: _closed,
 }
+
+
+def _acp_error(raw: Exception) -> Exception:
+    """``raw`` as the ACP provider's raw error (``_REQUEST_ERRORS``)."""
+    return next(build(raw) for raw_class, build in _REQUEST_ERRORS.items() if isinstance(raw, raw_class))
 
 
 class AcpConnection:
@@ -206,6 +211,24 @@ class AcpConnection:
                 self._with_meta({"sessionId": session_id, "prompt": list(blocks)}),
                 on_response=on_response,
             )
+
+    async def send_prompt(
+        self, session_id: str, blocks: Sequence[Mapping[str, object]], *, on_response: Callable[[object], None]
+    ) -> Outstanding:
+        """Write ``session/prompt`` (as :meth:`prompt`) without waiting for its answer (:meth:`answer`)."""
+        params = self._with_meta({"sessionId": session_id, "prompt": list(blocks)})
+        try:  # mapped inline, not with map_exceptions: this and answer() run on every warm turn
+            return await self._peer.send_request("session/prompt", params, on_response=on_response)
+        except (ResponseError, ConnectionClosedError, PeerWriteError) as raw:
+            raise _acp_error(raw) from raw
+
+    @staticmethod
+    async def answer(outstanding: Outstanding) -> object:
+        """Wait for the raw result of a request :meth:`send_prompt` wrote (a cancellation point)."""
+        try:
+            return await outstanding.result()
+        except (ResponseError, ConnectionClosedError, PeerWriteError) as raw:
+            raise _acp_error(raw) from raw
 
     def _with_meta(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._meta is not None:

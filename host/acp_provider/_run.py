@@ -90,7 +90,7 @@ class AcpRun:
         self._session_cancel_due = False
         self._conn: AcpConnection | None = None
         self._clock = PhaseClock()
-        self._turn = TurnSession(request.lease, task_group)
+        self._turn = TurnSession(request.lease)
         self._lifecycle: RunLifecycle[StartupFailure] = RunLifecycle(
             request,
             run_id=request.run_id or new_run_id(),

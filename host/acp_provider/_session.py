@@ -10,6 +10,7 @@ else the closed ``resume`` / ``session-expired`` failure. Never a silent fresh s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -18,13 +19,13 @@ from typing import Final, Literal
 
 import anyio
 import psutil
-from anyio.abc import TaskGroup
 
 from host._exceptions import AcpConnectionClosed, AcpResponseError, SubagentHostError
 from host.acp_provider._connection import AcpConnection, PermissionPolicyFn, UpdateObserver
 from host.acp_provider._spec import NO_SESSION_ID_MESSAGE, StartupFailure
 from host.acp_provider._wire import as_object, cancelled_answer, session_id_of
 from host.diagnostics import AcpFailureFacts, AcpStage
+from host.jsonrpc import Outstanding
 from host.run._lease import SessionLease
 
 __all__ = [
@@ -187,17 +188,24 @@ def _process_runs(pid: int) -> bool:
 def _shows_as_exited(pid: int) -> bool:
     """Whether ``/proc/<pid>/stat`` shows the process dead or a zombie (or no longer exists)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rpartition(b")")[2][1:2]
+        # os.open and one os.read: the file is one short line, and a buffered file object costs several syscalls
+        # and a Python I/O stack per warm turn.
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            line = os.read(fd, 4096)
+        finally:
+            os.close(fd)
     except OSError:
         return True
-    return state in (b"Z", b"X")
+    return line.rpartition(b")")[2][1:2] in (b"Z", b"X")
 
 
 class DetachedPrompt:
-    """A session turn's ``session/prompt``, sent from its own task: a local cancel stops the turn's *wait*, not the
-    request, so the release can still see the agent's ``cancelled`` answer and keep the session warm. The task ends
-    with the answer or with the connection (the ladder closes it), so it is bounded by the child's lifetime."""
+    """A session turn's ``session/prompt``, left outstanding on the connection: a local cancel stops the turn's
+    *wait*, not the request, so the release can still see the agent's ``cancelled`` answer and keep the session
+    warm. The request stays pending until answered or until the connection ends (the ladder closes it), so it is
+    bounded by the child's lifetime. The write is shielded, so a cancel never leaves half a line on the wire; a
+    child that stopped reading is unblocked by the ladder, which closes the pipe."""
 
     def __init__(
         self,
@@ -210,36 +218,43 @@ class DetachedPrompt:
         self._session_id = session_id
         self._blocks = blocks
         self._on_response = on_response
-        self._done = anyio.Event()
-        self._reply: object = None
-        self._error: AcpConnectionClosed | AcpResponseError | None = None
+        self._outstanding: Outstanding | None = None
+        self._writing = False
+        self._written: anyio.Event | None = None
+        """Made only when the release waits while the write is still blocked (never on a turn's usual path)."""
 
-    async def run(self, task_group: TaskGroup, *, name: str) -> object:
-        """Start the request in ``task_group`` and wait for its answer (a cancellation point).
+    async def run(self) -> object:
+        """Write the request, then wait for its answer (a cancellation point).
 
         Raises:
             AcpConnectionClosed | AcpResponseError: the request failed.
         """
-        task_group.start_soon(self._send, name=name)
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._reply
+        self._writing = True
+        try:
+            with anyio.CancelScope(shield=True):
+                self._outstanding = await self._conn.send_prompt(
+                    self._session_id, self._blocks, on_response=self._on_response
+                )
+        finally:
+            self._writing = False
+            if self._written is not None:
+                self._written.set()
+        outstanding = self._outstanding
+        assert outstanding is not None
+        return await self._conn.answer(outstanding)
 
     async def settled_within(self, timeout_ms: float) -> bool:
         """Wait (shielded, bounded) for the agent's answer; whether it answered on an open connection."""
-        if not self._done.is_set():
+        if self._outstanding is None or not self._outstanding.settled:
             with anyio.move_on_after(timeout_ms / 1000, shield=True):
-                await self._done.wait()
-        return self._done.is_set() and not isinstance(self._error, AcpConnectionClosed)
-
-    async def _send(self) -> None:
-        try:
-            self._reply = await self._conn.prompt(self._session_id, self._blocks, on_response=self._on_response)
-        except (AcpConnectionClosed, AcpResponseError) as raw:
-            self._error = raw
-        finally:
-            self._done.set()
+                if self._writing:
+                    self._written = anyio.Event()
+                    await self._written.wait()
+                if self._outstanding is not None:
+                    with contextlib.suppress(AcpConnectionClosed, AcpResponseError):
+                        await self._conn.answer(self._outstanding)
+        outstanding = self._outstanding
+        return outstanding is not None and outstanding.settled and not self._conn.child.peer.closed
 
 
 def _drop_update(_update: Mapping[str, object]) -> None:
@@ -287,9 +302,8 @@ class TurnSession:
     the child back (warm) or take it down (cold). Without a lease it is today's one-shot run: ``session/new``, an
     attached prompt, and the ladder at release."""
 
-    def __init__(self, lease: SessionLease | None, task_group: TaskGroup) -> None:
+    def __init__(self, lease: SessionLease | None) -> None:
         self._lease = lease
-        self._task_group = task_group
         self._support = SessionSupport()
         self._detached: DetachedPrompt | None = None
         self.borrowed = False
@@ -340,7 +354,7 @@ class TurnSession:
         if self._lease is None:
             return await conn.prompt(session_id, blocks, on_response=on_response)
         self._detached = DetachedPrompt(conn, session_id, blocks, on_response)
-        return await self._detached.run(self._task_group, name="ACP session prompt")
+        return await self._detached.run()
 
     async def release(
         self, conn: AcpConnection, session_id: str | None, *, published: bool, usable: bool, eof_grace_ms: float

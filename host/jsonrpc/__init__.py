@@ -9,5 +9,14 @@ from __future__ import annotations
 from host.jsonrpc._envelope import ErrorReply
 from host.jsonrpc._framing import MAX_LINE_BYTES, RequestId
 from host.jsonrpc._peer import JsonRpcPeer, RequestHandler, RequestRouter
+from host.jsonrpc._pending import Outstanding
 
-__all__ = ["MAX_LINE_BYTES", "ErrorReply", "JsonRpcPeer", "RequestHandler", "RequestId", "RequestRouter"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "ErrorReply",
+    "JsonRpcPeer",
+    "Outstanding",
+    "RequestHandler",
+    "RequestId",
+    "RequestRouter",
+]

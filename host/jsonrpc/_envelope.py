@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias, cast
 
 from host._exceptions import ResponseError
 from host.jsonrpc._framing import RequestId
 
 __all__ = [
+    "outbound_message",
     "INVALID_REQUEST_CODE",
     "PARSE_ERROR_CODE",
     "ErrorReply",
@@ -139,3 +141,15 @@ def reject_message(message: dict[str, Any]) -> Rejection | None:
         valid = valid and (("result" in message) != ("error" in message))
         return None if valid else "drop"
     return (_usable_id(request_id), INVALID_REQUEST_CODE, "Invalid Request")
+
+
+def outbound_message(request_id: RequestId | None, method: str, params: Mapping[str, object] | None) -> dict[str, Any]:
+    """A request (``request_id`` given) or notification as its JSON-RPC object."""
+    message: dict[str, Any] = {"jsonrpc": "2.0"}
+    if request_id is not None:
+        message["id"] = request_id
+    message["method"] = method
+    # Never "params": null (docs/behaviour.md#acp-wire-framing, docs/behaviour.md#sdk-wire-framing).
+    if params is not None:
+        message["params"] = params if isinstance(params, dict) else dict(params)
+    return message

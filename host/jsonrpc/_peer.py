@@ -25,13 +25,14 @@ from host.jsonrpc._envelope import (
     Rejection,
     error_response,
     handler_failure_to_wire,
+    outbound_message,
     reject_line,
     reject_message,
     response_error,
 )
 from host.jsonrpc._framing import MAX_LINE_BYTES, NonJsonLines, RequestId, encode_message, parse_line
 from host.jsonrpc._inbound import InboundRequests
-from host.jsonrpc._pending import CLOSED, PendingRequests, ResponseHook, Settled
+from host.jsonrpc._pending import CLOSED, Outstanding, PendingRequests, ResponseHook, Settled
 
 __all__ = ["CloseReason", "JsonRpcPeer", "RequestHandler", "RequestRouter"]
 
@@ -186,18 +187,33 @@ class JsonRpcPeer:
             ConnectionClosedError: the connection ended before the response (or had already ended).
             PeerWriteError: the request could not be written.
         """
+        outstanding = await self.send_request(method, params, on_response=on_response)
+        try:
+            return await outstanding.result()
+        finally:
+            outstanding.forget()  # a cancelled caller leaves nothing behind
+
+    async def send_request(
+        self, method: str, params: Mapping[str, object] | None = None, *, on_response: ResponseHook | None = None
+    ) -> Outstanding:
+        """Write a request and return without waiting for its answer (``Outstanding.result``), which stays pending
+        until it arrives or the connection ends; ``on_response`` as for :meth:`request`.
+
+        Raises:
+            ConnectionClosedError: the connection had already ended.
+            PeerWriteError: the request could not be written (nothing stays pending).
+        """
         if self._closed:
-            raise self._closed_error() from self._line_too_long
+            raise self._closed_error()
         request_id = self._next_id()
-        data = encode_message(_envelope(request_id, method, params))
-        with self._pending.track(request_id, on_response) as pending:
+        data = encode_message(outbound_message(request_id, method, params))
+        outstanding = self._pending.register(request_id, on_response, self._closed_error)
+        try:
             await self._write(data)
-            outcome = await pending.receive()
-        if outcome.error is not None:
-            raise outcome.error
-        if outcome.closed:
-            raise self._closed_error() from self._line_too_long
-        return outcome.result
+        except BaseException:
+            outstanding.forget()
+            raise
+        return outstanding
 
     async def notify(self, method: str, params: Mapping[str, object] | None = None) -> None:
         """Send a notification.
@@ -205,7 +221,7 @@ class JsonRpcPeer:
         Raises:
             PeerWriteError: the notification could not be written (best-effort callers catch it).
         """
-        await self._write(encode_message(_envelope(None, method, params)))
+        await self._write(encode_message(outbound_message(None, method, params)))
 
     def close(self) -> None:
         """Stop reading and fail every pending request with ``ConnectionClosedError``. Idempotent."""
@@ -372,21 +388,12 @@ class JsonRpcPeer:
         self._pending.fail_all(CLOSED)
 
     def _closed_error(self) -> ConnectionClosedError:
-        if self._close_reason == "closed":
-            return ConnectionClosedError(TRANSPORT_CLOSED_MESSAGE)
-        return ConnectionClosedError(INPUT_CLOSED_MESSAGE)
+        """Why a request failed: the connection ended (caused by an over-long line, when one ended it)."""
+        message = TRANSPORT_CLOSED_MESSAGE if self._close_reason == "closed" else INPUT_CLOSED_MESSAGE
+        error = ConnectionClosedError(message)
+        error.__cause__ = self._line_too_long
+        return error
 
 
 def _params_of(params: object) -> dict[str, Any]:
     return cast("dict[str, Any]", params) if type(params) is dict else {}
-
-
-def _envelope(request_id: RequestId | None, method: str, params: Mapping[str, object] | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0"}
-    if request_id is not None:
-        message["id"] = request_id
-    message["method"] = method
-    # Never "params": null (docs/behaviour.md#acp-wire-framing, docs/behaviour.md#sdk-wire-framing).
-    if params is not None:
-        message["params"] = params if isinstance(params, dict) else dict(params)
-    return message

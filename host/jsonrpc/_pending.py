@@ -8,8 +8,7 @@ leaves nothing behind. ``fail_all`` wakes every waiter synchronously.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -17,7 +16,7 @@ import anyio
 from host._exceptions import ResponseError
 from host.jsonrpc._framing import RequestId
 
-__all__ = ["CLOSED", "Pending", "PendingRequests", "ResponseHook", "Settled"]
+__all__ = ["CLOSED", "Outstanding", "Pending", "PendingRequests", "ResponseHook", "Settled"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +50,11 @@ class Pending:
         self._event = anyio.Event()
         self._outcome: Settled | None = None
 
+    @property
+    def settled(self) -> bool:
+        """Whether the outcome arrived."""
+        return self._outcome is not None
+
     async def receive(self) -> Settled:
         """Wait for the outcome (a cancellation point like any anyio wait)."""
         await self._event.wait()
@@ -62,6 +66,44 @@ class Pending:
         if self._outcome is None:
             self._outcome = outcome
             self._event.set()
+
+
+class Outstanding:
+    """A written request: it stays pending until answered or the connection ends (or ``forget``), whether or not
+    anyone waits for it, so a cancelled wait never loses the answer."""
+
+    __slots__ = ("_closed_error", "_pending", "_request_id", "_table")
+
+    def __init__(
+        self, table: PendingRequests, request_id: RequestId, pending: Pending, closed_error: Callable[[], Exception]
+    ) -> None:
+        self._table = table
+        self._request_id = request_id
+        self._pending = pending
+        self._closed_error = closed_error
+
+    @property
+    def settled(self) -> bool:
+        """Whether the answer (or the connection's end) arrived."""
+        return self._pending.settled
+
+    async def result(self) -> object:
+        """Wait for the answer's ``result`` (``None`` when absent); a cancellation point.
+
+        Raises:
+            ResponseError: the peer answered with an ``error`` member.
+            ConnectionClosedError: the connection ended before the answer.
+        """
+        outcome = await self._pending.receive()
+        if outcome.error is not None:
+            raise outcome.error
+        if outcome.closed:
+            raise self._closed_error()
+        return outcome.result
+
+    def forget(self) -> None:
+        """Stop waiting for the answer: a late one is dropped. Idempotent."""
+        self._table.forget(self._request_id, self._pending)
 
 
 class PendingRequests:
@@ -76,9 +118,10 @@ class PendingRequests:
     def __len__(self) -> int:
         return len(self._entries)
 
-    @contextmanager
-    def track(self, request_id: RequestId, on_response: ResponseHook | None = None) -> Generator[Pending]:
-        """Register ``request_id`` for the block's duration and yield the slot its outcome arrives in.
+    def register(
+        self, request_id: RequestId, on_response: ResponseHook | None, closed_error: Callable[[], Exception]
+    ) -> Outstanding:
+        """Register ``request_id`` until its outcome arrives (``resolve``, ``fail_all``) or it is forgotten.
 
         ``on_response``, if given, runs inside :meth:`resolve` (never for a closed connection).
 
@@ -91,13 +134,14 @@ class PendingRequests:
         self._entries[request_id] = pending
         if on_response is not None:
             self._hooks[request_id] = on_response
-        try:
-            yield pending
-        finally:
-            # Only our own entry: a resolved one was already popped, and the id may not be reused meanwhile.
-            if self._entries.get(request_id) is pending:
-                del self._entries[request_id]
-                self._hooks.pop(request_id, None)
+        return Outstanding(self, request_id, pending, closed_error)
+
+    def forget(self, request_id: RequestId, pending: Pending) -> None:
+        """Drop ``pending`` if it is still registered under ``request_id`` (a resolved one was popped already)."""
+        # Only our own entry: the id may not be reused meanwhile.
+        if self._entries.get(request_id) is pending:
+            del self._entries[request_id]
+            self._hooks.pop(request_id, None)
 
     def resolve(self, request_id: RequestId, outcome: Settled) -> bool:
         """Deliver ``outcome`` to the request ``request_id``; ``False`` when no such request is pending."""

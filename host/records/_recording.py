@@ -52,6 +52,9 @@ FLUSH_INTERVAL_S: Final = 0.1
 """How often coalesced deltas are flushed (so none waits longer than the 200 ms coalescing window)."""
 DROP_PRUNED_TIMEOUT_S: Final = 60.0
 """Bounds deleting what retention pruned beyond the transcripts (branches, patches) in one run's dispose."""
+RECOUNT_EVERY_RUNS: Final = 64
+"""Retention counts the runs directory at least once per this many transcripts the host created (and whenever its
+own transcripts since the last count could have passed ``keep_runs``); other processes' runs are seen then."""
 
 PrunedRunsHandler = Callable[[list[str]], Awaitable[None]]
 """Deletes what else a pruned run kept (a worktree run's branch, patch and changes file); awaited by the dispose
@@ -124,6 +127,9 @@ class RunRecording:
         self._on_record = on_record
         self._on_pruned = on_pruned
         self._pruned: list[str] = []
+        self._counted: int | None = None
+        """The transcripts the runs directory held at retention's last count (``None``: not counted yet)."""
+        self._created_since_count = 0
         self._active: set[RunRecorder] = set()
         self._version = package_version()
         self._runs: Path | None = None
@@ -192,6 +198,7 @@ class RunRecording:
 
     def _open_writer(self, run_id: str) -> TranscriptWriter:
         assert self._state_dir is not None
+        self._created_since_count += 1  # counted before the file exists: an overestimate only recounts sooner
         if self._runs is None:
             self._runs = ensure_runs_dir(self._state_dir)
         try:
@@ -222,12 +229,20 @@ class RunRecording:
 
     def _prune(self) -> None:
         assert self._state_dir is not None
+        created, counted = self._created_since_count, self._counted
+        if counted is not None and counted + created <= self._keep_runs and created < RECOUNT_EVERY_RUNS:
+            return  # even with every transcript this host created since the last count, the limit holds
         try:
-            if count_transcripts(self._state_dir) > self._keep_runs:
+            self._created_since_count = 0
+            count = count_transcripts(self._state_dir)
+            if count > self._keep_runs:
                 removed = prune_runs(self._state_dir, self._keep_runs).removed
+                count -= len(removed)
                 if self._on_pruned is not None:
                     self._pruned.extend(removed)
+            self._counted = count
         except OSError as exc:
+            self._counted = None  # count again after the next run
             logger.warning("subagent-host: pruning run records failed: %s", exc.strerror)
 
     async def drop_pruned(self) -> None:

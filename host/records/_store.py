@@ -12,6 +12,7 @@ import errno
 import fcntl
 import json
 import os
+import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -180,7 +181,7 @@ def prune_runs(state_dir: Path, keep: int) -> PruneOutcome:
     runs = runs_dir(state_dir)
     removed: list[str] = []
     in_progress: list[str] = []
-    for path in _sorted_transcripts(state_dir)[keep:]:
+    for path in _sorted_transcripts(state_dir, skip=keep):
         run_id = path.name[: -len(_SUFFIX)]
         with _exclusive(path) as acquired:
             if not acquired:
@@ -217,23 +218,58 @@ def _transcript_entries(runs: Path) -> Iterator[os.DirEntry[str]]:
             yield entry
 
 
-def _sorted_transcripts(state_dir: Path) -> list[Path]:
-    """Transcripts newest first, by their ``run/start`` time (file modification time when it is unreadable)."""
-    keyed = [(_start_timestamp(path), path.name, path) for path in _transcripts(runs_dir(state_dir))]
+_START_TIMES_DIRS: Final = 8
+_start_times_lock: Final = threading.Lock()  # listings also run in worker threads (the dashboard, the CLI)
+_start_times: dict[str, dict[str, tuple[tuple[int, int, int], float]]] = {}
+"""Per runs directory, the ``run/start`` time read from each transcript, by name with the inode, ``mtime_ns`` and
+size it had then: a finished transcript never changes, so retention after every run reads only new or changed ones
+(it read every transcript's first line, ~16 ms per run for 1000 of them). Each directory's map holds only the
+transcripts of its last listing; a few directories are remembered, the oldest forgotten first."""
+
+
+def _sorted_transcripts(state_dir: Path, skip: int = 0) -> list[Path]:
+    """Transcripts newest first, by their ``run/start`` time (file modification time when it is unreadable), from
+    the ``skip``-th on (a ``Path`` is built only for those)."""
+    runs = runs_dir(state_dir)
+    with _start_times_lock:
+        known = _start_times.pop(str(runs), {})
+    seen: dict[str, tuple[tuple[int, int, int], float]] = {}
+    keyed: list[tuple[float, str, str]] = []
+    for entry in _transcript_entries(runs):
+        try:
+            facts = entry.stat(follow_symlinks=False)
+        except OSError:  # removed since the listing
+            keyed.append((_start_timestamp(entry.path) or 0.0, entry.name, entry.path))
+            continue
+        stamp = (facts.st_ino, facts.st_mtime_ns, facts.st_size)
+        cached = known.get(entry.name)
+        if cached is not None and cached[0] == stamp:
+            started = cached[1]
+            seen[entry.name] = cached
+        else:
+            read = _start_timestamp(entry.path)
+            if read is not None:
+                started = read
+                seen[entry.name] = (stamp, read)
+            else:
+                started = facts.st_mtime
+        keyed.append((started, entry.name, entry.path))
+    with _start_times_lock:
+        _start_times[str(runs)] = seen
+        while len(_start_times) > _START_TIMES_DIRS:
+            del _start_times[next(iter(_start_times))]
     keyed.sort(reverse=True)
-    return [path for _, _, path in keyed]
+    return [Path(path) for _, _, path in keyed[skip:]]
 
 
-def _start_timestamp(path: Path) -> float:
+def _start_timestamp(path: str) -> float | None:
+    """The ``run/start`` time on the transcript's first line (``None`` when it is unreadable or not there yet)."""
     try:
         with open(path, "rb") as file:
             first = json.loads(file.readline())
         return datetime.fromisoformat(first["time"]).timestamp()
     except (OSError, ValueError, KeyError, TypeError):
-        try:
-            return path.stat().st_mtime
-        except OSError:
-            return 0.0
+        return None
 
 
 def _summary(path: Path) -> RunSummary:

@@ -10,15 +10,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Final
 
 import anyio
 
+from host._exceptions import StartAbortedError
+from host.cancel import CancelSignal
 from host.run._lease import WarmChild
 from host.sessions._store import SessionCapability, SessionRecord
 from host.sessions._worktrees import SessionWorktrees, workspace_of
 from host.workspace import Workspace
 
-__all__ = ["Session", "TurnLease"]
+__all__ = ["SESSION_WAIT_ABORTED", "Session", "TurnLease"]
+
+SESSION_WAIT_ABORTED: Final = "subagent request was aborted while waiting for its session's previous turn"
 
 
 @dataclass(slots=True, eq=False)
@@ -42,6 +47,33 @@ class Session:
     def id(self) -> str:
         """The host-minted session id."""
         return self.record.session_id
+
+    async def take_turn(self, signal: CancelSignal) -> None:
+        """Take the turn lock, first come first served, unless ``signal`` fires first.
+
+        Raises:
+            StartAbortedError: ``signal`` fired before the lock was taken (nothing is held).
+        """
+        if signal.cancelled:
+            raise StartAbortedError(SESSION_WAIT_ABORTED)
+        lock = self.lock
+        if not lock.locked():
+            # No previous turn and no waiter (anyio's lock refuses a nowait acquire past a waiter): taken without
+            # a cancel scope, a listener or a trip through the event loop, the warm-turn path.
+            try:
+                lock.acquire_nowait()
+            except anyio.WouldBlock:
+                pass
+            else:
+                return
+        with anyio.CancelScope() as scope:
+            remove = signal.add_listener(lambda _signal: scope.cancel())
+            try:
+                await lock.acquire()
+            finally:
+                remove()
+        if scope.cancelled_caught:
+            raise StartAbortedError(SESSION_WAIT_ABORTED)
 
 
 class TurnLease:

@@ -33,7 +33,9 @@ __all__ = [
     "now",
     "read_session_file",
     "seconds_since",
+    "session_file_bytes",
     "sessions_dir",
+    "write_session_bytes",
     "write_session_file",
 ]
 
@@ -129,10 +131,23 @@ def _ensure_dir(state_dir: Path) -> Path:
 
 def write_session_file(state_dir: Path, record: SessionRecord) -> None:
     """Write ``record`` atomically (0600). Raises ``OSError`` when the directory or the file cannot be written."""
+    write_session_bytes(state_dir, record.session_id, session_file_bytes(record))
+
+
+def session_file_bytes(record: SessionRecord) -> bytes:
+    """What the file of ``record`` holds (a snapshot: later changes to ``record`` do not reach it)."""
+    return record.model_dump_json().encode("utf-8")
+
+
+def write_session_bytes(state_dir: Path, session_id: str, data: bytes) -> None:
+    """Write ``data`` (``session_file_bytes``) as the file of ``session_id``, atomically (0600).
+
+    Raises:
+        OSError: the directory or the file cannot be written.
+    """
     directory = _ensure_dir(state_dir)
-    target = directory / f"{record.session_id}.json"
-    temporary = directory / f".{record.session_id}.{secrets.token_hex(4)}.tmp"
-    data = record.model_dump_json().encode("utf-8")
+    target = directory / f"{session_id}.json"
+    temporary = directory / f".{session_id}.{secrets.token_hex(4)}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
     try:
         os.fchmod(fd, _FILE_MODE)

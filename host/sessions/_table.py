@@ -22,7 +22,7 @@ from host._exceptions import SessionNotFoundError, SessionProviderError, StartAb
 from host.cancel import CancelSignal
 from host.run._lease import WarmChild
 from host.sessions._refusals import Kind, check_forkable, session_expired
-from host.sessions._session import Session, TurnLease
+from host.sessions._session import SESSION_WAIT_ABORTED, Session, TurnLease
 from host.sessions._store import (
     SessionRecord,
     delete_session_file,
@@ -43,7 +43,6 @@ logger = logging.getLogger(__name__)
 
 UNKNOWN_SESSION: Final = "unknown session {session_id}"
 OTHER_PROVIDER: Final = 'session {session_id} belongs to provider "{owner}", not "{provider}"'
-SESSION_WAIT_ABORTED: Final = "subagent request was aborted while waiting for its session's previous turn"
 _TTL_SWEEP_INTERVAL_S: Final = 86400.0
 MAX_COLD_IN_MEMORY: Final = 1024
 """Without a state directory, how many cold sessions a host keeps resumable (the least recently used go first)."""
@@ -63,6 +62,8 @@ class SessionTable:
         self._task_group = task_group
         self._sessions: dict[str, Session] = {}
         self._wake = anyio.Event()
+        self._reaper_wakes_at = float("inf")
+        """When the sleeping reaper wakes by itself (``time.monotonic()``); ``inf`` until it first sleeps."""
         self._cooling = 0
         self._cooled = anyio.Event()
         self._closed = False
@@ -151,7 +152,7 @@ class SessionTable:
             SubagentHostError: the table is closed.
         """
         try:
-            await self._acquire(session, signal)
+            await session.take_turn(signal)
         except StartAbortedError:
             if session.record.turns == 0 and session.record.agent_session_id is None and self._unused_and_cold(session):
                 self._sessions.pop(session.id, None)  # a new session aborted before its first turn: nothing to keep
@@ -188,18 +189,6 @@ class SessionTable:
         # A DSH SDK session is warm only; a session whose agent id never got recorded cannot be resumed either.
         return record.turns > 0 and (record.kind == "dsh-sdk" or record.agent_session_id is None)
 
-    async def _acquire(self, session: Session, signal: CancelSignal) -> None:
-        if signal.cancelled:
-            raise StartAbortedError(SESSION_WAIT_ABORTED)
-        with anyio.CancelScope() as scope:
-            remove = signal.add_listener(lambda _signal: scope.cancel())
-            try:
-                await session.lock.acquire()
-            finally:
-                remove()
-        if scope.cancelled_caught:
-            raise StartAbortedError(SESSION_WAIT_ABORTED)
-
     async def end_turn(self, session: Session, lease: TurnLease, run_id: str | None) -> None:
         """Record the turn (``run_id``: the run that served it, ``None`` when its start failed) and release the lock,
         the session file written first (shielded) from a worker thread: its ``fsync`` never stalls the event loop."""
@@ -219,7 +208,7 @@ class SessionTable:
             if record.turns == 0 and record.agent_session_id is None and run_id is None:
                 # A session that never opened anything is forgotten: there is nothing to continue.
                 self._sessions.pop(session.id, None)
-            elif self.persist_shared or record.workspace == "worktree":  # a worktree's file names its branch
+            elif self._state_dir is not None and (self.persist_shared or record.workspace == "worktree"):
                 with anyio.CancelScope(shield=True):
                     await write_watched_off_loop(self._state_dir, record, self._sessions.get(record.session_id))
         finally:
@@ -228,7 +217,15 @@ class SessionTable:
         self._worktrees.settle(session)
         self._evict_over_bound()
         self._release_memory(session)
-        self._wake.set()
+        self._wake_reaper_for(session)
+
+    def _wake_reaper_for(self, session: Session) -> None:
+        """Wake the reaper only when ``session``, now idle and warm, is due before the reaper wakes by itself."""
+        if session.warm is None:
+            return
+        due = min(session.idle_since + session.idle_ms / 1000, time.monotonic() + CLOSE_CHECK_INTERVAL_S)
+        if due < self._reaper_wakes_at:
+            self._wake.set()
 
     # -- operator actions -----------------------------------------------------------------------------------------
 
@@ -274,16 +271,19 @@ class SessionTable:
                     next_sweep = current + _TTL_SWEEP_INTERVAL_S
                 wake_at = next_sweep
                 for session in list(self._sessions.values()):
-                    if session.warm is None or session.busy:
+                    if session.busy or session.warm is None:  # a busy one is polled: its turn's end wakes nothing
+                        wake_at = min(wake_at, current + CLOSE_CHECK_INTERVAL_S) if session.busy else wake_at
                         continue
                     due = session.idle_since + session.idle_ms / 1000
                     if due <= current or honour_close(self._state_dir, session):
                         self._go_cold(session)
                     else:
                         wake_at = min(wake_at, due, current + CLOSE_CHECK_INTERVAL_S)
+                self._reaper_wakes_at = wake_at
                 with anyio.move_on_after(max(0.0, wake_at - current)):
                     await self._wake.wait()
-                self._wake = anyio.Event()
+                if self._wake.is_set():
+                    self._wake = anyio.Event()
 
     def _sweep_expired(self) -> None:
         for record in self._disk_records():

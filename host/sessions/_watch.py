@@ -16,7 +16,14 @@ from typing import Final
 import anyio.to_thread
 
 from host.sessions._session import Session
-from host.sessions._store import SessionRecord, read_session_file, sessions_dir, write_session_file
+from host.sessions._store import (
+    SessionRecord,
+    read_session_file,
+    session_file_bytes,
+    sessions_dir,
+    write_session_bytes,
+    write_session_file,
+)
 
 __all__ = [
     "CLOSE_CHECK_INTERVAL_S",
@@ -81,25 +88,25 @@ def write_watched(state_dir: Path, record: SessionRecord, session: Session | Non
 
 
 async def write_watched_off_loop(state_dir: Path | None, record: SessionRecord, session: Session | None) -> None:
-    """``write_watched`` with the write (and its ``fsync``) in a worker thread, on a copy of ``record``, so the event
-    loop never waits on the disk; if ``record`` changed meanwhile (a ``close`` or the table's ``aclose`` wrote it on
-    the loop, and this older copy may have replaced theirs), it is written again. Nothing without a state directory;
-    a failed write is logged (as the table's own writes are)."""
+    """``write_watched`` with the write (and its ``fsync``) in a worker thread, of the file's bytes taken on the loop
+    (a snapshot of ``record``), so the event loop never waits on the disk; if ``record`` changed meanwhile (a
+    ``close`` or the table's ``aclose`` wrote it on the loop, and this older snapshot may have replaced theirs), it is
+    written again. Nothing without a state directory; a failed write is logged (as the table's own writes are)."""
     if state_dir is None:
         return
     if session is not None and session.record is record:
         honour_close(state_dir, session)
-    written = record.model_copy(deep=True)
+    written = session_file_bytes(record)
     try:
-        stamp = await anyio.to_thread.run_sync(_write_and_stamp, state_dir, written)
+        stamp = await anyio.to_thread.run_sync(_write_and_stamp, state_dir, record.session_id, written)
         if session is not None:
             session.file_stamp = stamp
-        if record != written:
+        if session_file_bytes(record) != written:
             write_watched(state_dir, record, session)
     except OSError as exc:
         logger.warning("subagent-host: writing session %s failed: %s", record.session_id, exc.strerror)
 
 
-def _write_and_stamp(state_dir: Path, record: SessionRecord) -> FileStamp | None:
-    write_session_file(state_dir, record)
-    return stamp_of(state_dir, record.session_id)
+def _write_and_stamp(state_dir: Path, session_id: str, data: bytes) -> FileStamp | None:
+    write_session_bytes(state_dir, session_id, data)
+    return stamp_of(state_dir, session_id)

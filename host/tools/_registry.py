@@ -210,6 +210,8 @@ class ToolRegistry:
     async def _prepare(self, execution: ToolExecution) -> tuple[Allow | Deny, bool]:
         """Run the pre-execute waterfall and resolve ``Ask``; return ``(decision, approval_cancelled)``."""
         listeners = self._pre_hooks.snapshot()
+        if not listeners:
+            return Allow(), False
 
         async def step(index: int) -> PreExecuteDecision:
             if index == len(listeners):
@@ -324,6 +326,10 @@ class ToolRegistry:
         """Run the post-execute waterfall and apply its decision (docs/behaviour.md#registry-pipeline D); a raise
         becomes an error result."""
         listeners = self._post_hooks.snapshot()
+        if not listeners:  # the waterfall's end accepts the result as it is
+            if state.caller_signal.cancelled and isinstance(result, ToolSuccess):
+                return aborted_result() if state.body_invoked else aborted_before_dispatch_result()
+            return result
 
         async def step(index: int) -> PostExecuteDecision:
             if index == len(listeners):

@@ -46,6 +46,12 @@ class RunSlots:
 
     async def claim(self, signal: CancelSignal) -> object | None:
         """Wait for a slot unless ``signal`` fires first; return its token, or ``None`` (no slot held) if it fired."""
+        if not signal.cancelled:
+            # A free slot and no one queued (the limiter refuses a nowait claim past a waiter, so the order stays
+            # first come, first served): taken without a cancel scope or a trip through the event loop.
+            token = self.claim_nowait()
+            if token is not None:
+                return token
         # A token per claim: one task may hold several slots (concurrent calls from one task).
         token = object()
         with cancel_scope_on(signal):

@@ -44,12 +44,38 @@ def snapshot_json(value: object) -> JsonValue | Literal[NotLossless.NOT_LOSSLESS
 
 def _copy(value: object, ancestors: set[int]) -> JsonValue:
     # Exact scalar types only: a subclass (an enum, say) would not round-trip through JSON unchanged.
-    if value is None or value is True or value is False:
-        return value
     kind = type(value)
-    if kind is str or kind is int:
-        assert isinstance(value, (str, int))
-        return value
+    if kind is str or kind is int or value is None or value is True or value is False:
+        return cast("JsonValue", value)
+    if kind is dict or kind is list:
+        # The plain containers every tool value is made of, with their str/int/bool/None members copied inline
+        # (no call per member); subclasses take the general path below, which honours their own iteration.
+        marker = id(value)
+        if marker in ancestors:
+            raise _NotLosslessSignal
+        ancestors.add(marker)
+        try:
+            if kind is dict:
+                copied: dict[str, JsonValue] = {}
+                for key, item in cast("dict[object, object]", value).items():
+                    if type(key) is not str:
+                        raise _NotLosslessSignal
+                    assert isinstance(key, str)
+                    member = type(item)
+                    copied[key] = (
+                        cast("JsonValue", item)
+                        if member is str or member is int or member is bool or item is None
+                        else _copy(item, ancestors)
+                    )
+                return copied
+            return [
+                cast("JsonValue", item)
+                if (member := type(item)) is str or member is int or member is bool or item is None
+                else _copy(item, ancestors)
+                for item in cast("list[object]", value)
+            ]
+        finally:
+            ancestors.discard(marker)
     if kind is float:
         assert isinstance(value, float)
         if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
@@ -63,13 +89,13 @@ def _copy(value: object, ancestors: set[int]) -> JsonValue:
         ancestors.add(marker)
         try:
             if isinstance(container, dict):
-                copied: dict[str, JsonValue] = {}
+                copied_members: dict[str, JsonValue] = {}
                 for key in container:
                     if type(key) is not str:
                         raise _NotLosslessSignal
                     assert isinstance(key, str)
-                    copied[key] = _copy(container[key], ancestors)
-                return copied
+                    copied_members[key] = _copy(container[key], ancestors)
+                return copied_members
             return [_copy(item, ancestors) for item in container]
         finally:
             ancestors.discard(marker)
