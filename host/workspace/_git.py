@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +154,13 @@ async def _read_capped(stream: ByteReceiveStream | None, cap: int, sink: list[by
             size = len(joined)
 
 
+async def _feed(stream: ByteReceiveStream | None, sink: Callable[[bytes], None]) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        sink(chunk)
+
+
 async def git(
     args: Sequence[str],
     *,
@@ -161,6 +168,7 @@ async def git(
     index_file: str | None = None,
     stdin: bytes | None = None,
     stdout_fd: int | None = None,
+    on_stdout: Callable[[bytes], None] | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
     timeout_s: float = GIT_TIMEOUT_S,
@@ -172,7 +180,9 @@ async def git(
         cwd: where git runs.
         index_file: a private ``GIT_INDEX_FILE`` for the command (never the user's index).
         stdin: bytes written to the command's stdin (``None``: no stdin).
-        stdout_fd: write stdout to this descriptor instead of returning it (patches).
+        stdout_fd: write stdout to this descriptor instead of returning it.
+        on_stdout: hand each chunk of stdout to this callable as it arrives instead of returning it (it bounds what
+            it keeps; an exception it raises ends the command and propagates).
         env: extra variables.
         check: raise on a non-zero exit.
 
@@ -199,7 +209,10 @@ async def git(
     try:
         with anyio.fail_after(timeout_s):
             async with anyio.create_task_group() as group:
-                group.start_soon(_read_capped, process.stdout, _OUTPUT_CAP_BYTES, out, False)
+                if on_stdout is not None:
+                    group.start_soon(_feed, process.stdout, on_stdout)
+                else:
+                    group.start_soon(_read_capped, process.stdout, _OUTPUT_CAP_BYTES, out, False)
                 group.start_soon(_read_capped, process.stderr, _STDERR_CAP_BYTES, err, True)
                 if stdin is not None and process.stdin is not None:
                     await process.stdin.send(stdin)
