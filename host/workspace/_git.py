@@ -26,7 +26,6 @@ from anyio.abc import ByteReceiveStream
 from host._exceptions import WorkspaceError
 
 __all__ = [
-    "CHECKOUT_OPTIONS",
     "GIT_TIMEOUT_S",
     "MIN_GIT_VERSION",
     "GitCommandError",
@@ -86,10 +85,6 @@ _CONFIG: Final = (
     "core.quotePath=false",
     "--no-pager",
 )
-CHECKOUT_OPTIONS: Final = ("-c", "checkout.workers=0")
-"""Options of the commands that check a worktree out: git's parallel checkout, one worker process per CPU (for
-trees over git's ``checkout.thresholdForParallelism``, 100 files). bench/worktree.py: on this project's 2-core
-machine a 10 000-file ``worktree add`` took 0.4–2.7 s with it against 4.5–15 s without, by wall and by CPU."""
 # Variables that would redirect git to another repository, work tree, index or object store.
 _REDIRECTING: Final = frozenset(
     {
@@ -170,7 +165,6 @@ async def git(
     args: Sequence[str],
     *,
     cwd: str | os.PathLike[str],
-    options: Sequence[str] = (),
     index_file: str | None = None,
     stdin: bytes | None = None,
     stdout_fd: int | None = None,
@@ -182,8 +176,7 @@ async def git(
     """Run ``git <args>`` in ``cwd``, bounded by ``timeout_s``, and return its exit code and output.
 
     Args:
-        args: the git arguments (never a shell string), starting with the command's name.
-        options: git options placed before the command (``-c name=value``).
+        args: the git arguments (never a shell string).
         cwd: where git runs.
         index_file: a private ``GIT_INDEX_FILE`` for the command (never the user's index).
         stdin: bytes written to the command's stdin (``None``: no stdin).
@@ -197,7 +190,7 @@ async def git(
         WorkspaceError: git is missing (``git-missing``), timed out (``git-timeout``), failed with ``check``
             (``git-failed``, the raw ``GitCommandError`` on ``__cause__``) or printed more than the bound.
     """
-    argv = ["git", *_CONFIG, *options, *args]
+    argv = ["git", *_CONFIG, *args]
     command = args[0] if args else "git"
     try:
         process = await anyio.open_process(

@@ -14,7 +14,7 @@ from typing import Final
 import anyio
 
 from host._exceptions import WorkspaceError
-from host.workspace._git import CHECKOUT_OPTIONS, RepoLocks, git
+from host.workspace._git import RepoLocks, git
 from host.workspace._worktree import Workspace, copy_included, lock_reason, remove_worktree
 
 __all__ = ["WORKTREE_IN_USE", "WORKTREE_LOST", "reopen_worktree", "retire_branch"]
@@ -62,7 +62,7 @@ async def reopen_worktree(saved: Workspace, locks: RepoLocks) -> Workspace:
                 argv.append(saved.baseline.commit)
             else:
                 raise lost
-            await git(argv, cwd=repo.toplevel, options=CHECKOUT_OPTIONS)
+            await git(argv, cwd=repo.toplevel)
             added = True
         await copy_included(repo.toplevel, saved.path)
         tip = await git(["rev-parse", "HEAD^{tree}"], cwd=saved.path)

@@ -23,7 +23,7 @@ import psutil
 
 from host.process import enrol
 from host.workspace._baseline import Baseline, Repository
-from host.workspace._git import CHECKOUT_OPTIONS, RepoLocks, git
+from host.workspace._git import RepoLocks, git
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -128,7 +128,6 @@ async def create_worktree(repo: Repository, baseline: Baseline, owner: str, path
                     baseline.commit,
                 ],
                 cwd=repo.toplevel,
-                options=CHECKOUT_OPTIONS,
             )
         await copy_included(repo.toplevel, str(path))
     except BaseException:
