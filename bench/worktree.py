@@ -14,7 +14,8 @@ Prints the median wall (min–max) per side, the ratio, and the median CPU of th
 (``getrusage``; the children's is the steadier figure on a shared machine). ``BENCH_RUNS`` (default 9) runs, the
 sides' order alternating. Before every measured side the page cache's dirty pages are written back (``os.sync()``,
 untimed): checking out 10 000 files leaves seconds of writeback behind, which would otherwise land on whichever side
-runs next. Target: ≤ 1.5× the floor for each.
+runs next. Before the run's changes both worktrees' indexes are refreshed (untimed, ``_settle``). Target: ≤ 1.5×
+the floor for each.
 """
 
 from __future__ import annotations
@@ -71,6 +72,15 @@ def _generate(root: Path) -> Path:
     for number in range(UNTRACKED):
         (repo / f"d{number % DIRS:03d}" / f"untracked{number}.txt").write_text("new\n")
     return repo
+
+
+def _settle(*worktrees: Path) -> None:
+    """Refresh both worktrees' indexes a second after their checkouts (untimed). A checkout's index holds the files
+    written in its last second as racily clean (git re-hashes them at the next refresh); how many that is depends on
+    how fast that checkout went, which would make each side's delta differ by up to a few hundred re-hashed files."""
+    time.sleep(1.1)
+    for worktree in worktrees:
+        _git(worktree, "update-index", "-q", "--refresh")
 
 
 def _change(worktree: Path) -> None:
@@ -154,6 +164,7 @@ async def main() -> None:
             for side, action in sides if run % 2 == 0 else reversed(sides):
                 keep("create " + side, await _timed(action))
             workspace = box[0]
+            _settle(Path(workspace.path), floor_path)
             _change(Path(workspace.path))
             _change(floor_path)
 

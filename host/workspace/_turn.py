@@ -1,10 +1,11 @@
 """The delta of one turn: the worktree committed on its branch, and baseline tree → that tree as changes + a patch.
 
-After the child's turn, ``add -A`` stages the worktree as it is in the worktree's own index (HEAD's tree is read
-beside it). Then two chains run side by side, both reading that index: ``write-tree`` → ``commit-tree`` →
-``update-ref`` (the commit on the run's branch), and one ``diff-index --cached`` that prints the raw records, the
-numstat records and the binary patch in a single pass (parsed once; the patch streamed to ``<run_id>.patch``). The
-index holds exactly the tree ``write-tree`` writes, so the diff need not wait for it (``bench/worktree.py``).
+After the child's turn, ``add -A`` stages the worktree as it is in the worktree's own index (HEAD is read beside
+it). Then two chains run side by side, both reading that index: ``write-tree`` → ``hash-object -t commit`` →
+``update-ref --stdin`` (the commit on the run's branch; the last two spawned ahead, waiting for their input), and
+one ``diff-index --cached`` that prints the raw records, the numstat records and the binary patch in a single pass
+(parsed once; the patch streamed to ``<run_id>.patch``). The index holds exactly the tree ``write-tree`` writes, so
+the diff need not wait for it (``bench/worktree.py``).
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import anyio
 
 from host._exceptions import WorkspaceError
 from host.workspace._changes import Changes, parse_changes
-from host.workspace._git import RepoLocks, git
+from host.workspace._git import RepoLocks, commit_object, git
 from host.workspace._store import open_patch_file, remove_run_files, write_changes_file
 from host.workspace._worktree import Workspace
 
@@ -85,6 +87,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _first_leaf(error: Exception) -> Exception:
+    """The first plain exception in ``error`` (git()'s own reader tasks may wrap one in a group)."""
+    while isinstance(error, ExceptionGroup):
+        leaves = cast("tuple[Exception, ...]", error.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        if not leaves:
+            break
+        error = leaves[0]
+    return cast(Exception, error)
+
+
 async def _side_by_side(*calls: Callable[[], Awaitable[object]]) -> None:
     """Await ``calls`` concurrently. The first failure cancels the others and is raised as itself (never wrapped in
     an exception group: callers catch ``WorkspaceError``)."""
@@ -95,7 +107,7 @@ async def _side_by_side(*calls: Callable[[], Awaitable[object]]) -> None:
             try:
                 await call()
             except Exception as error:  # a cancellation is not an Exception: it propagates
-                errors.append(error)
+                errors.append(_first_leaf(error))
                 group.cancel_scope.cancel()
 
         for call in calls:
@@ -115,16 +127,16 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
         WorkspaceError: git failed or the patch could not be written (no partial patch is left).
     """
     cwd = workspace.path
-    head_tree: list[str] = []
+    head: list[str] = []
 
-    async def read_head_tree() -> None:
-        head_tree.append((await git(["rev-parse", "HEAD^{tree}"], cwd=cwd)).stdout.decode("ascii").strip())
+    async def read_head() -> None:
+        head.extend((await git(["rev-parse", "HEAD", "HEAD^{tree}"], cwd=cwd)).stdout.decode("ascii").split())
 
-    await _side_by_side(read_head_tree, lambda: git(["add", "-A", "--", "."], cwd=cwd))
+    await _side_by_side(read_head, lambda: git(["add", "-A", "--", "."], cwd=cwd))
     sink = _DeltaSink(runs_dir, run_id)
     try:
         await _side_by_side(
-            lambda: _commit_turn(workspace, head_tree[0], run_id, locks),
+            lambda: _commit_turn(workspace, _Head(commit=head[0], tree=head[1]), run_id, locks),
             lambda: git([*_DIFF, workspace.baseline.tree], cwd=cwd, on_stdout=sink),
         )
         if sink.error is not None:
@@ -148,17 +160,57 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
     return changes
 
 
-async def _commit_turn(workspace: Workspace, head_tree: str, run_id: str, locks: RepoLocks) -> None:
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """The worktree's HEAD before the turn is committed."""
+
+    commit: str
+    tree: str
+
+
+async def _commit_turn(workspace: Workspace, head: _Head, run_id: str, locks: RepoLocks) -> None:
     """Commit the staged tree on the worktree's HEAD when it differs from HEAD's, and keep the run's branch at the
-    final commit. Plumbing, not ``git commit`` (which re-reads and refreshes the whole index, as costly as ``add
-    -A``): ``write-tree`` rewrites only the subtrees ``add -A`` invalidated; ``--missing-ok`` skips re-checking that
-    every blob exists, which ``add -A`` has just written (a per-entry object lookup, bench/worktree.py)."""
+    final commit.
+
+    Plumbing, not ``git commit`` (which re-reads and refreshes the whole index, as costly as ``add -A``):
+    ``write-tree --missing-ok`` rewrites only the subtrees ``add -A`` invalidated, without looking every blob up
+    again (``add -A`` has just written them); ``hash-object -t commit`` and ``update-ref --stdin`` are spawned
+    beside it and wait for their input, so no process start lies on the path after it (bench/worktree.py). When the
+    tree is HEAD's (the child committed everything itself, or changed nothing) both are killed before any input:
+    nothing is written."""
     cwd = workspace.path
-    tree = (await git(["write-tree", "--missing-ok"], cwd=cwd)).stdout.decode("ascii").strip()
-    if tree != head_tree:  # else the child committed everything itself, or changed nothing
-        message = _TURN_MESSAGE.format(run_id=run_id)
-        commit = (await git(["commit-tree", tree, "-p", "HEAD", "-m", message], cwd=cwd)).stdout.decode().strip()
-        await git(["update-ref", "-m", "subagent-host turn", "HEAD", commit], cwd=cwd)
+    tree_known, commit_known = anyio.Event(), anyio.Event()
+    ids: dict[str, str] = {}
+    skip_commit, skip_ref = anyio.CancelScope(), anyio.CancelScope()
+
+    async def commit_text() -> bytes:
+        await tree_known.wait()
+        return commit_object(ids["tree"], head.commit, _TURN_MESSAGE.format(run_id=run_id))
+
+    async def ref_update() -> bytes:
+        await commit_known.wait()
+        return f"update HEAD {ids['commit']} {head.commit}\n".encode("ascii")
+
+    async def write_commit() -> None:
+        with skip_commit:
+            written = await git(["hash-object", "-t", "commit", "-w", "--stdin"], cwd=cwd, stdin=commit_text)
+            ids["commit"] = written.stdout.decode("ascii").strip()
+            commit_known.set()
+
+    async def move_head() -> None:
+        with skip_ref:
+            await git(["update-ref", "-m", "subagent-host turn", "--stdin"], cwd=cwd, stdin=ref_update)
+
+    async def write_tree() -> None:
+        tree = (await git(["write-tree", "--missing-ok"], cwd=cwd)).stdout.decode("ascii").strip()
+        if tree == head.tree:
+            skip_commit.cancel()
+            skip_ref.cancel()
+        else:
+            ids["tree"] = tree
+            tree_known.set()
+
+    await _side_by_side(write_tree, write_commit, move_head)
     if _head_ref(cwd) != "ref: refs/heads/" + workspace.branch:  # the child moved HEAD off the run's branch
         final = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
         async with locks.hold(workspace.repo.common_dir):
