@@ -115,11 +115,12 @@ _IDENTITY: Final = "subagent-host <subagent-host@localhost>"
 _VERSION: Final = re.compile(rb"git version (\d+)\.(\d+)")
 
 
-def commit_object(tree: str, parent: str, message: str) -> bytes:
-    """The text of a commit of ``tree`` on ``parent`` by the host's identity, now, for ``hash-object -t commit``
-    (what ``commit-tree`` would write)."""
+def commit_object(tree: str, parent: str | None, message: str) -> bytes:
+    """The text of a commit of ``tree`` on ``parent`` (none: a root commit) by the host's identity, now, for
+    ``hash-object -t commit`` (what ``commit-tree`` would write)."""
     stamp = f"{_IDENTITY} {int(time.time())} +0000"
-    return f"tree {tree}\nparent {parent}\nauthor {stamp}\ncommitter {stamp}\n\n{message}\n".encode()
+    parents = f"parent {parent}\n" if parent is not None else ""
+    return f"tree {tree}\n{parents}author {stamp}\ncommitter {stamp}\n\n{message}\n".encode()
 
 
 class GitCommandError(Exception):

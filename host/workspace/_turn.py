@@ -1,11 +1,12 @@
 """The delta of one turn: the worktree committed on its branch, and baseline tree → that tree as changes + a patch.
 
-After the child's turn, ``add -A`` stages the worktree as it is in the worktree's own index (HEAD is read beside
-it). Then two chains run side by side, both reading that index: ``write-tree`` → ``hash-object -t commit`` →
-``update-ref --stdin`` (the commit on the run's branch; the last two spawned ahead, waiting for their input), and
-one ``diff-index --cached`` that prints the raw records, the numstat records and the binary patch in a single pass
+After the child's turn, ``add -A`` stages the worktree as it is in the worktree's own index. Then two chains run
+side by side, both reading that index: ``write-tree`` → ``hash-object -t commit`` → ``update-ref --stdin`` (the
+commit on the run's branch: plumbing, not ``git commit``, which refreshes the whole index again), and one
+``diff-index --cached`` that prints the raw records, the numstat records and the binary patch in a single pass
 (parsed once; the patch streamed to ``<run_id>.patch``). The index holds exactly the tree ``write-tree`` writes, so
-the diff need not wait for it (``bench/worktree.py``).
+the diff need not wait for it. HEAD is read, and ``hash-object`` and ``update-ref`` are spawned (waiting for their
+input), while ``add -A`` runs, so no process start lies on the path after ``write-tree`` (``bench/worktree.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
@@ -127,17 +128,16 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
         WorkspaceError: git failed or the patch could not be written (no partial patch is left).
     """
     cwd = workspace.path
-    head: list[str] = []
-
-    async def read_head() -> None:
-        head.extend((await git(["rev-parse", "HEAD", "HEAD^{tree}"], cwd=cwd)).stdout.decode("ascii").split())
-
-    await _side_by_side(read_head, lambda: git(["add", "-A", "--", "."], cwd=cwd))
+    steps = _Steps()
+    message = _TURN_MESSAGE.format(run_id=run_id)
     sink = _DeltaSink(runs_dir, run_id)
     try:
-        await _side_by_side(
-            lambda: _commit_turn(workspace, _Head(commit=head[0], tree=head[1]), run_id, locks),
-            lambda: git([*_DIFF, workspace.baseline.tree], cwd=cwd, on_stdout=sink),
+        await _side_by_side(  # in this order: add -A is spawned first, write-tree right after it
+            lambda: _stage(cwd, steps),
+            lambda: _read_head(cwd, steps),
+            lambda: _write_commit(cwd, steps, message),
+            lambda: _move_head(cwd, steps),
+            lambda: _diff(cwd, workspace.baseline.tree, steps, sink),
         )
         if sink.error is not None:
             raise sink.error
@@ -148,7 +148,8 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
                 remove_run_files(runs_dir, run_id)
         raise
     sink.close()
-    if not sink.records:  # the index is the baseline tree: no diff, only the branch settled
+    await _keep_branch_at_head(workspace, locks)
+    if not sink.records:  # the index is the baseline tree: no diff
         workspace.changed = False
         return None
     changes = parse_changes(bytes(sink.records), branch=workspace.branch, base_commit=workspace.baseline.commit)
@@ -160,58 +161,83 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
     return changes
 
 
-@dataclass(frozen=True, slots=True)
-class _Head:
-    """The worktree's HEAD before the turn is committed."""
+@dataclass(slots=True)
+class _Steps:
+    """What the turn's concurrent git steps hand each other."""
 
-    commit: str
-    tree: str
+    staged: anyio.Event = field(default_factory=anyio.Event)
+    """``add -A`` has written the index."""
+    head_known: anyio.Event = field(default_factory=anyio.Event)
+    tree_known: anyio.Event = field(default_factory=anyio.Event)
+    commit_known: anyio.Event = field(default_factory=anyio.Event)
+    skip_commit: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled when the tree is HEAD's: the waiting ``hash-object`` is killed before any input."""
+    skip_ref: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    head_commit: str | None = None
+    """HEAD's commit before the turn is committed (``None``: a branch with no commit yet)."""
+    head_tree: str | None = None
+    tree: str = ""
+    commit: str = ""
 
 
-async def _commit_turn(workspace: Workspace, head: _Head, run_id: str, locks: RepoLocks) -> None:
-    """Commit the staged tree on the worktree's HEAD when it differs from HEAD's, and keep the run's branch at the
-    final commit.
+async def _stage(cwd: str, steps: _Steps) -> None:
+    """``add -A``, then at once ``write-tree --missing-ok`` (only the subtrees ``add -A`` invalidated are rewritten,
+    and no blob is looked up again: ``add -A`` has just written them); a tree that is HEAD's skips the commit."""
+    await git(["add", "-A", "--", "."], cwd=cwd)
+    steps.staged.set()
+    tree = (await git(["write-tree", "--missing-ok"], cwd=cwd)).stdout.decode("ascii").strip()
+    await steps.head_known.wait()
+    if tree == steps.head_tree:  # the child committed everything itself, or changed nothing
+        steps.skip_commit.cancel()
+        steps.skip_ref.cancel()
+    else:
+        steps.tree = tree
+        steps.tree_known.set()
 
-    Plumbing, not ``git commit`` (which re-reads and refreshes the whole index, as costly as ``add -A``):
-    ``write-tree --missing-ok`` rewrites only the subtrees ``add -A`` invalidated, without looking every blob up
-    again (``add -A`` has just written them); ``hash-object -t commit`` and ``update-ref --stdin`` are spawned
-    beside it and wait for their input, so no process start lies on the path after it (bench/worktree.py). When the
-    tree is HEAD's (the child committed everything itself, or changed nothing) both are killed before any input:
-    nothing is written."""
+
+async def _read_head(cwd: str, steps: _Steps) -> None:
+    found = await git(["rev-parse", "HEAD", "HEAD^{tree}"], cwd=cwd, check=False)
+    # A failure is HEAD naming a branch with no commit yet (the child ran checkout --orphan); were it anything else,
+    # HEAD's update fails: it then requires the branch to have no commit.
+    if found.returncode == 0:
+        steps.head_commit, steps.head_tree = found.stdout.decode("ascii").split()
+    steps.head_known.set()
+
+
+async def _write_commit(cwd: str, steps: _Steps, message: str) -> None:
+    """``hash-object -t commit``, spawned at once and given the commit's text when the tree is known."""
+
+    async def text() -> bytes:
+        await steps.tree_known.wait()
+        return commit_object(steps.tree, steps.head_commit, message)
+
+    with steps.skip_commit:
+        written = await git(["hash-object", "-t", "commit", "-w", "--stdin"], cwd=cwd, stdin=text)
+        steps.commit = written.stdout.decode("ascii").strip()
+        steps.commit_known.set()
+
+
+async def _move_head(cwd: str, steps: _Steps) -> None:
+    """``update-ref --stdin``, spawned at once and told ``update HEAD <new> <old>`` when the commit is written."""
+
+    async def line() -> bytes:
+        await steps.commit_known.wait()
+        old = steps.head_commit or "0" * len(steps.commit)  # all zeros: the branch must still have no commit
+        return f"update HEAD {steps.commit} {old}\n".encode("ascii")
+
+    with steps.skip_ref:
+        await git(["update-ref", "-m", "subagent-host turn", "--stdin"], cwd=cwd, stdin=line)
+
+
+async def _diff(cwd: str, base_tree: str, steps: _Steps, sink: _DeltaSink) -> None:
+    await steps.staged.wait()
+    await git([*_DIFF, base_tree], cwd=cwd, on_stdout=sink)
+
+
+async def _keep_branch_at_head(workspace: Workspace, locks: RepoLocks) -> None:
+    """Move the run's branch to HEAD's commit when the child moved HEAD off it."""
     cwd = workspace.path
-    tree_known, commit_known = anyio.Event(), anyio.Event()
-    ids: dict[str, str] = {}
-    skip_commit, skip_ref = anyio.CancelScope(), anyio.CancelScope()
-
-    async def commit_text() -> bytes:
-        await tree_known.wait()
-        return commit_object(ids["tree"], head.commit, _TURN_MESSAGE.format(run_id=run_id))
-
-    async def ref_update() -> bytes:
-        await commit_known.wait()
-        return f"update HEAD {ids['commit']} {head.commit}\n".encode("ascii")
-
-    async def write_commit() -> None:
-        with skip_commit:
-            written = await git(["hash-object", "-t", "commit", "-w", "--stdin"], cwd=cwd, stdin=commit_text)
-            ids["commit"] = written.stdout.decode("ascii").strip()
-            commit_known.set()
-
-    async def move_head() -> None:
-        with skip_ref:
-            await git(["update-ref", "-m", "subagent-host turn", "--stdin"], cwd=cwd, stdin=ref_update)
-
-    async def write_tree() -> None:
-        tree = (await git(["write-tree", "--missing-ok"], cwd=cwd)).stdout.decode("ascii").strip()
-        if tree == head.tree:
-            skip_commit.cancel()
-            skip_ref.cancel()
-        else:
-            ids["tree"] = tree
-            tree_known.set()
-
-    await _side_by_side(write_tree, write_commit, move_head)
-    if _head_ref(cwd) != "ref: refs/heads/" + workspace.branch:  # the child moved HEAD off the run's branch
+    if _head_ref(cwd) != "ref: refs/heads/" + workspace.branch:
         final = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
         async with locks.hold(workspace.repo.common_dir):
             await git(["update-ref", "-m", "subagent-host turn", "refs/heads/" + workspace.branch, final], cwd=cwd)
