@@ -1,6 +1,7 @@
-"""A child that leaves its worktree's HEAD on a branch with no commit yet (``git checkout --orphan``) still has its
-turn recorded: the changes from the baseline, the patch, and a commit of the worktree's tree on the run's branch
-(with no parent: HEAD had none). Recording the turn never fails on it."""
+"""The commit a turn leaves on the run's branch. A child that leaves its worktree's HEAD on a branch with no commit
+yet (``git checkout --orphan``) still has its turn recorded: the changes from the baseline, the patch, and a commit
+of the worktree's tree on the run's branch (with no parent: HEAD had none). A child that committed all its work
+itself gets no extra commit: the commit step spawned ahead of its input is killed before it writes anything."""
 
 from __future__ import annotations
 
@@ -39,4 +40,22 @@ async def test_a_child_on_an_orphan_branch_keeps_its_changes_on_the_runs_branch(
         git(scratch, "apply", "--index", str(patch))
         assert git(scratch, "write-tree").strip() == tip
         git(repo, "worktree", "remove", "--force", str(scratch))
+        await workspaces.release(workspace)
+
+
+async def test_a_child_that_committed_everything_itself_gets_no_extra_commit(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    workspaces = Workspaces(tmp_path / "state")
+    with anyio.fail_after(_TIMEOUT_S):
+        workspace = await workspaces.acquire(str(repo), "committed")
+        worktree = Path(workspace.path)
+        (worktree / "b.txt").write_text("bee\nhive\n")
+        git(worktree, "commit", "-q", "-a", "-m", "the child's own commit")
+        own = git(worktree, "rev-parse", "HEAD").strip()
+        objects = git(repo, "count-objects", "-v")
+        changes = await workspaces.after_turn(workspace, "committed-run")
+        assert changes is not None
+        assert [(item.path, item.status, item.insertions) for item in changes.files] == [("b.txt", "modified", 1)]
+        assert git(repo, "rev-parse", workspace.branch).strip() == own
+        assert git(repo, "count-objects", "-v") == objects  # no commit object was written and left unreferenced
         await workspaces.release(workspace)
