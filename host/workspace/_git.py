@@ -179,7 +179,6 @@ async def git(
     cwd: str | os.PathLike[str],
     index_file: str | None = None,
     stdin: bytes | Callable[[], Awaitable[bytes]] | None = None,
-    stdout_fd: int | None = None,
     on_stdout: Callable[[bytes], None] | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
@@ -193,7 +192,6 @@ async def git(
         index_file: a private ``GIT_INDEX_FILE`` for the command (never the user's index).
         stdin: bytes written to the command's stdin (``None``: no stdin), or an async callable giving them: the
             command is spawned at once and waits for its input (a step whose input is still being computed).
-        stdout_fd: write stdout to this descriptor instead of returning it.
         on_stdout: hand each chunk of stdout to this callable as it arrives instead of returning it (it bounds what
             it keeps; an exception it raises ends the command and propagates).
         env: extra variables.
@@ -211,7 +209,7 @@ async def git(
             cwd=cwd,
             env=_environment(index_file, env),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=stdout_fd if stdout_fd is not None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
