@@ -10,8 +10,12 @@ files, 100 untracked). Two measurements, each next to its floor:
   ``commit-tree``, ``update-ref``, the binary patch to a file, name-status and numstat) vs the floor ``git add -A`` +
   ``git diff --cached --binary <base>`` to a file in an identical worktree.
 
-Prints the median wall (min–max) per side, the ratio, and the CPU of this process and of its git children
-(``getrusage``). ``BENCH_RUNS`` (default 5). Target: ≤ 1.5× the floor for each.
+Prints the median wall (min–max) per side, the ratio, and the median CPU of this process and of its git children
+(``getrusage``; the children's is the steadier figure on a shared machine). ``BENCH_RUNS`` (default 9) runs, the
+sides' order alternating. Before every measured side the page cache's dirty pages are written back (``os.sync()``,
+untimed): checking out 10 000 files leaves seconds of writeback behind, which would otherwise land on whichever side
+runs next. Before the run's changes both worktrees' indexes are refreshed (untimed, ``_settle``). Target: ≤ 1.5×
+the floor for each.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from host.workspace import Workspace, Workspaces
 
-RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+RUNS = int(os.environ.get("BENCH_RUNS", "9"))
 FILES = 10_000
 DIRS = 100
 DIRTY = 100
@@ -70,22 +74,36 @@ def _generate(root: Path) -> Path:
     return repo
 
 
+def _settle(*worktrees: Path) -> None:
+    """Refresh both worktrees' indexes a second after their checkouts (untimed). A checkout's index holds the files
+    written in its last second as racily clean (git re-hashes them at the next refresh); how many that is depends on
+    how fast that checkout went, which would make each side's delta differ by up to a few hundred re-hashed files."""
+    time.sleep(1.1)
+    for worktree in worktrees:
+        _git(worktree, "update-index", "-q", "--refresh")
+
+
 def _change(worktree: Path) -> None:
     for number in range(CHANGED):
         path = worktree / f"d{(number * 7) % DIRS:03d}" / f"f{number * 7 + 1000:05d}.txt"
         path.write_text(path.read_text() + "child edit\n")
 
 
-def _cpu() -> float:
+def _cpu() -> tuple[float, float]:
+    """(this process, its reaped children): user + system seconds."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
-async def _timed(action: Callable[[], Awaitable[None]]) -> tuple[float, float]:
-    cpu, wall = _cpu(), time.perf_counter()
+async def _timed(action: Callable[[], Awaitable[None]]) -> tuple[float, float, float]:
+    """Wall, own CPU and git children's CPU of ``action``, after writing back the dirty pages (untimed)."""
+    await anyio.to_thread.run_sync(os.sync)
+    (own, children), wall = _cpu(), time.perf_counter()
     await action()
-    return time.perf_counter() - wall, _cpu() - cpu
+    wall = time.perf_counter() - wall
+    own_after, children_after = _cpu()
+    return wall, own_after - own, children_after - children
 
 
 def _floor_create(repo: Path, scratch: Path, path: Path) -> None:
@@ -101,13 +119,20 @@ def _floor_delta(worktree: Path, base: str, patch: Path) -> None:
         _git(worktree, "diff", "--cached", "--binary", base, stdout=file.fileno())
 
 
-def _line(name: str, host: list[float], floor: list[float], host_cpu: list[float], floor_cpu: list[float]) -> None:
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:7.1f} ms ({min(values) * 1000:.0f}–{max(values) * 1000:.0f})"
+
+
+def _line(name: str, results: dict[str, list[float]]) -> None:
+    host, floor = results[name + " h"], results[name + " f"]
+    host_git, floor_git = results[name + " h git"], results[name + " f git"]
     ratio = statistics.median(host) / statistics.median(floor)
     print(
-        f"{name:7s} host {statistics.median(host) * 1000:8.1f} ms ({min(host) * 1000:.0f}–{max(host) * 1000:.0f})"
-        f"  floor {statistics.median(floor) * 1000:8.1f} ms ({min(floor) * 1000:.0f}–{max(floor) * 1000:.0f})"
-        f"  ratio {ratio:.2f}×  CPU host {statistics.median(host_cpu) * 1000:.0f} ms"
-        f" floor {statistics.median(floor_cpu) * 1000:.0f} ms"
+        f"{name:6s} host {_ms(host)}  floor {_ms(floor)}  ratio {ratio:.2f}×"
+        f"\n       CPU: git children host {_ms(host_git)}  floor {_ms(floor_git)}"
+        f"  ratio {statistics.median(host_git) / statistics.median(floor_git):.2f}×;"
+        f"  this process host {statistics.median(results[name + ' h own']) * 1000:.1f} ms"
+        f"  floor {statistics.median(results[name + ' f own']) * 1000:.1f} ms"
     )
 
 
@@ -118,7 +143,13 @@ async def main() -> None:
         state = root / "state"
         workspaces = Workspaces(state)
         await workspaces.acquire(str(repo), "warmup")  # the version check and the disk cache, untimed
-        results: dict[str, list[float]] = {key: [] for key in ("ch", "cf", "chc", "cfc", "dh", "df", "dhc", "dfc")}
+        results: dict[str, list[float]] = {}
+
+        def keep(name: str, measured: tuple[float, float, float]) -> None:
+            for suffix, value in zip(("", " own", " git"), measured, strict=True):
+                results.setdefault(name + suffix, []).append(value)
+
+        load = os.getloadavg()[0]
         for run in range(RUNS):
             floor_path = root / f"floor-{run}"
             box: list[Workspace] = []
@@ -131,10 +162,9 @@ async def main() -> None:
 
             sides = [("h", host_create), ("f", floor_create)]
             for side, action in sides if run % 2 == 0 else reversed(sides):
-                wall, cpu = await _timed(action)
-                results["c" + side].append(wall)
-                results["c" + side + "c"].append(cpu)
+                keep("create " + side, await _timed(action))
             workspace = box[0]
+            _settle(Path(workspace.path), floor_path)
             _change(Path(workspace.path))
             _change(floor_path)
 
@@ -146,14 +176,15 @@ async def main() -> None:
 
             sides = [("h", host_delta), ("f", floor_delta)]
             for side, action in sides if run % 2 == 0 else reversed(sides):
-                wall, cpu = await _timed(action)
-                results["d" + side].append(wall)
-                results["d" + side + "c"].append(cpu)
+                keep("delta " + side, await _timed(action))
             await workspaces.release(workspace, keep_branch=False)
             _git(repo, "worktree", "remove", "--force", str(floor_path))
-        print(f"{FILES} files, {DIRTY} dirty + {UNTRACKED} untracked, {CHANGED} changed by the run; {RUNS} runs")
-        _line("create", results["ch"], results["cf"], results["chc"], results["cfc"])
-        _line("delta", results["dh"], results["df"], results["dhc"], results["dfc"])
+        print(
+            f"{FILES} files, {DIRTY} dirty + {UNTRACKED} untracked, {CHANGED} changed by the run; {RUNS} runs;"
+            f" load average {load:.1f} → {os.getloadavg()[0]:.1f}"
+        )
+        _line("create", results)
+        _line("delta", results)
 
 
 if __name__ == "__main__":

@@ -146,7 +146,9 @@ async def snapshot_tree(worktree: str, git_dir: str, scratch: Path) -> str:
         except FileNotFoundError:
             pass  # no index yet (a fresh repository): add -A hashes everything
         await git(["add", "-A", "--", "."], cwd=worktree, index_file=index)
-        result = await git(["write-tree"], cwd=worktree, index_file=index)
+        # --missing-ok: add -A has just written every blob the tree names; without it write-tree looks each of the
+        # invalidated directories' entries up in the object store again (bench/worktree.py).
+        result = await git(["write-tree", "--missing-ok"], cwd=worktree, index_file=index)
     return result.stdout.decode("ascii").strip()
 
 

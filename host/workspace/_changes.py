@@ -11,9 +11,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from host.workspace._git import git
-
-__all__ = ["ChangedFile", "Changes", "FileStatus", "changes_line", "read_changes"]
+__all__ = ["ChangedFile", "Changes", "FileStatus", "changes_line", "parse_changes"]
 
 FileStatus = Literal["added", "deleted", "modified", "renamed", "copied", "type-changed"]
 """What happened to one file between the baseline and the turn's tree."""
@@ -71,11 +69,11 @@ def _decode(raw: bytes) -> str:
     return os.fsdecode(raw)
 
 
-async def read_changes(cwd: str, base_tree: str, tree: str, *, branch: str, base_commit: str) -> Changes:
-    """The per-file status and line counts of ``base_tree`` → ``tree`` (renames detected), from one
-    ``diff-tree --raw --numstat -z``: every raw record first, then every numstat record, in the same order."""
-    result = await git(["diff-tree", "-r", "-z", "-M", "--raw", "--numstat", base_tree, tree], cwd=cwd)
-    fields = result.stdout.split(b"\0")
+def parse_changes(header: bytes, *, branch: str, base_commit: str) -> Changes:
+    """The per-file status and line counts from the ``--raw --numstat -z`` records of one diff (renames detected):
+    every raw record first, then every numstat record, in the same order; parsing stops at an empty field (the
+    separator before a patch, when ``-p`` follows)."""
+    fields = header.split(b"\0")
     statuses: list[tuple[str, str]] = []
     counts: dict[str, tuple[int, int]] = {}
     index = 0

@@ -14,7 +14,8 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "RepoLocks",
     "WorkspaceErrorKind",
     "check_git_version",
+    "commit_object",
     "git",
 ]
 
@@ -108,7 +110,17 @@ _FIXED_ENV: Final = {
     "GIT_COMMITTER_NAME": "subagent-host",
     "GIT_COMMITTER_EMAIL": "subagent-host@localhost",
 }
+_IDENTITY: Final = "subagent-host <subagent-host@localhost>"
+"""The author and committer of every commit the host makes (as ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` say)."""
 _VERSION: Final = re.compile(rb"git version (\d+)\.(\d+)")
+
+
+def commit_object(tree: str, parent: str | None, message: str) -> bytes:
+    """The text of a commit of ``tree`` on ``parent`` (none: a root commit) by the host's identity, now, for
+    ``hash-object -t commit`` (what ``commit-tree`` would write)."""
+    stamp = f"{_IDENTITY} {int(time.time())} +0000"
+    parents = f"parent {parent}\n" if parent is not None else ""
+    return f"tree {tree}\n{parents}author {stamp}\ncommitter {stamp}\n\n{message}\n".encode()
 
 
 class GitCommandError(Exception):
@@ -154,13 +166,20 @@ async def _read_capped(stream: ByteReceiveStream | None, cap: int, sink: list[by
             size = len(joined)
 
 
+async def _feed(stream: ByteReceiveStream | None, sink: Callable[[bytes], None]) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        sink(chunk)
+
+
 async def git(
     args: Sequence[str],
     *,
     cwd: str | os.PathLike[str],
     index_file: str | None = None,
-    stdin: bytes | None = None,
-    stdout_fd: int | None = None,
+    stdin: bytes | Callable[[], Awaitable[bytes]] | None = None,
+    on_stdout: Callable[[bytes], None] | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
     timeout_s: float = GIT_TIMEOUT_S,
@@ -171,8 +190,10 @@ async def git(
         args: the git arguments (never a shell string).
         cwd: where git runs.
         index_file: a private ``GIT_INDEX_FILE`` for the command (never the user's index).
-        stdin: bytes written to the command's stdin (``None``: no stdin).
-        stdout_fd: write stdout to this descriptor instead of returning it (patches).
+        stdin: bytes written to the command's stdin (``None``: no stdin), or an async callable giving them: the
+            command is spawned at once and waits for its input (a step whose input is still being computed).
+        on_stdout: hand each chunk of stdout to this callable as it arrives instead of returning it (it bounds what
+            it keeps; an exception it raises ends the command and propagates).
         env: extra variables.
         check: raise on a non-zero exit.
 
@@ -188,7 +209,7 @@ async def git(
             cwd=cwd,
             env=_environment(index_file, env),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=stdout_fd if stdout_fd is not None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
@@ -199,10 +220,13 @@ async def git(
     try:
         with anyio.fail_after(timeout_s):
             async with anyio.create_task_group() as group:
-                group.start_soon(_read_capped, process.stdout, _OUTPUT_CAP_BYTES, out, False)
+                if on_stdout is not None:
+                    group.start_soon(_feed, process.stdout, on_stdout)
+                else:
+                    group.start_soon(_read_capped, process.stdout, _OUTPUT_CAP_BYTES, out, False)
                 group.start_soon(_read_capped, process.stderr, _STDERR_CAP_BYTES, err, True)
                 if stdin is not None and process.stdin is not None:
-                    await process.stdin.send(stdin)
+                    await process.stdin.send(stdin if isinstance(stdin, bytes) else await stdin())
                     await process.stdin.aclose()
             returncode = await process.wait()
     except TimeoutError as raw:

@@ -31,6 +31,7 @@ from host.workspace._changes import Changes
 from host.workspace._git import RepoLocks, check_git_version, git
 from host.workspace._reopen import WORKTREE_IN_USE, WORKTREE_LOST, reopen_worktree, retire_branch
 from host.workspace._store import patch_path, read_changes_file, remove_run_files
+from host.workspace._turn import record_turn
 from host.workspace._worktree import (
     BRANCH_PREFIX,
     SetupOutcome,
@@ -38,7 +39,6 @@ from host.workspace._worktree import (
     branch_of,
     create_worktree,
     dead_lock_reason,
-    record_turn,
     remove_worktree,
     run_setup,
 )

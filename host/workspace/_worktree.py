@@ -1,4 +1,4 @@
-"""One worktree's life: create (locked, ``.worktreeinclude``), setup, the delta after a turn, remove, reclaim.
+"""One worktree's life: create (locked, ``.worktreeinclude``), setup, remove, reclaim (the delta of a turn: ``_turn``).
 
 A worktree lives at ``<state>/worktrees/<owner>`` on branch ``subagent-host/<owner>``, outside the parent's
 repository, locked with a reason naming the host's pid, its start time and the baseline commit, so a later host can
@@ -23,9 +23,7 @@ import psutil
 
 from host.process import enrol
 from host.workspace._baseline import Baseline, Repository
-from host.workspace._changes import Changes, read_changes
 from host.workspace._git import RepoLocks, git
-from host.workspace._store import open_patch_file, remove_run_files, write_changes_file
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -37,7 +35,6 @@ __all__ = [
     "create_worktree",
     "dead_lock_reason",
     "lock_reason",
-    "record_turn",
     "remove_worktree",
     "run_setup",
 ]
@@ -49,7 +46,6 @@ SETUP_OUTPUT_CAP_BYTES: Final = 64 * 1024
 _OWNER: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _REASON: Final = re.compile(r"^subagent-host pid=(\d+) started=([0-9.]+) base=([0-9a-f]{40,64})$")
 _BAD_OWNER: Final = "workspace owner ids are 1-128 characters of [A-Za-z0-9_.-], not starting with . or -"
-_TURN_MESSAGE: Final = "subagent-host: changes of run {run_id}"
 _SETUP_SIGKILL_WAIT_S: Final = 5.0
 
 
@@ -219,78 +215,6 @@ async def run_setup(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], ti
             await process.aclose()
         ticket.retire(0)  # what setup left behind (daemons, setsid()-ed helpers) is the keeper's to end
     return SetupOutcome(ok, bytes(tail[-SETUP_OUTPUT_CAP_BYTES:]))
-
-
-async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: RepoLocks) -> Changes | None:
-    """Commit the worktree as it is now on the run's branch, then diff baseline tree → that tree.
-
-    With changes: ``<runs_dir>/<run_id>.patch`` (binary, 0600) and ``<run_id>.changes.json`` are written and the
-    ``Changes`` returned; without: ``None``. Changes the child committed itself are included (the tree is the
-    worktree's, whatever its HEAD is); the branch is moved to the final commit.
-    """
-    cwd = workspace.path
-    await git(["add", "-A", "--", "."], cwd=cwd)
-    # Plumbing, not `git commit`: commit re-reads and refreshes the whole index (as costly as `add -A` on a large
-    # tree, bench/worktree.py); write-tree + commit-tree + update-ref write only the new objects and the ref.
-    tree = (await git(["write-tree"], cwd=cwd)).stdout.decode("ascii").strip()
-    base_tree = workspace.baseline.tree
-    if tree == base_tree:  # nothing differs from the baseline: no diff to read, only the branch to settle
-        await _commit_turn(workspace, tree, run_id, locks)
-        workspace.changed = False
-        return None
-    # The written tree is the worktree as it is, so both diffs read baseline tree → tree and need not wait for the
-    # commit: the three git chains run side by side (bench/worktree.py: the delta's wall time).
-    found: list[Changes] = []
-
-    async def read_counts() -> None:
-        found.append(
-            await read_changes(cwd, base_tree, tree, branch=workspace.branch, base_commit=workspace.baseline.commit)
-        )
-
-    fd = open_patch_file(runs_dir, run_id)
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(_commit_turn, workspace, tree, run_id, locks)
-            group.start_soon(read_counts)
-            group.start_soon(_write_patch, cwd, base_tree, tree, fd)
-    finally:
-        os.close(fd)
-    changes = found[0]
-    workspace.changed = bool(changes.files)
-    if not workspace.changed:  # a tree that differs only in what a diff does not show (never in practice)
-        remove_run_files(runs_dir, run_id)
-        return None
-    write_changes_file(runs_dir, run_id, workspace.repo.toplevel, changes)
-    return changes
-
-
-async def _commit_turn(workspace: Workspace, tree: str, run_id: str, locks: RepoLocks) -> None:
-    """Commit ``tree`` on the worktree's HEAD when it differs, and keep the run's branch at the final commit."""
-    cwd = workspace.path
-    head_tree = (await git(["rev-parse", "HEAD^{tree}"], cwd=cwd)).stdout.decode("ascii").strip()
-    if tree != head_tree:  # else the child committed everything itself, or changed nothing
-        message = _TURN_MESSAGE.format(run_id=run_id)
-        commit = (await git(["commit-tree", tree, "-p", "HEAD", "-m", message], cwd=cwd)).stdout.decode().strip()
-        await git(["update-ref", "-m", "subagent-host turn", "HEAD", commit], cwd=cwd)
-    if _head_ref(cwd) != "ref: refs/heads/" + workspace.branch:  # the child moved HEAD off the run's branch
-        final = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
-        async with locks.hold(workspace.repo.common_dir):
-            await git(["update-ref", "-m", "subagent-host turn", "refs/heads/" + workspace.branch, final], cwd=cwd)
-
-
-async def _write_patch(cwd: str, base_tree: str, tree: str, fd: int) -> None:
-    await git(["diff-tree", "-p", "--binary", "--full-index", "-M", base_tree, tree], cwd=cwd, stdout_fd=fd)
-
-
-def _head_ref(worktree: str) -> str:
-    """The worktree's HEAD file as it is (``ref: refs/heads/<branch>``, or a commit id when detached)."""
-    try:
-        with open(os.path.join(worktree, ".git"), encoding="utf-8") as dotgit:
-            admin = dotgit.read().removeprefix("gitdir:").strip()
-        with open(os.path.join(worktree, admin, "HEAD"), encoding="utf-8") as head:
-            return head.read().strip()
-    except OSError:
-        return ""
 
 
 async def remove_worktree(workspace: Workspace, locks: RepoLocks, *, keep_branch: bool) -> None:

@@ -1,0 +1,254 @@
+"""The delta of one turn: the worktree committed on its branch, and baseline tree → that tree as changes + a patch.
+
+After the child's turn, ``add -A`` stages the worktree as it is in the worktree's own index. Then two chains run
+side by side, both reading that index: ``write-tree`` → ``hash-object -t commit`` → ``update-ref --stdin`` (the
+commit on the run's branch: plumbing, not ``git commit``, which refreshes the whole index again), and one
+``diff-index --cached`` that prints the raw records, the numstat records and the binary patch in a single pass
+(parsed once; the patch streamed to ``<run_id>.patch``). The index holds exactly the tree ``write-tree`` writes, so
+the diff need not wait for it. HEAD is read, and ``hash-object`` and ``update-ref`` are spawned (waiting for their
+input), while ``add -A`` runs, so no process start lies on the path after ``write-tree`` (``bench/worktree.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, cast
+
+import anyio
+
+from host._exceptions import WorkspaceError
+from host.workspace._changes import Changes, parse_changes
+from host.workspace._git import RepoLocks, commit_object, git
+from host.workspace._store import open_patch_file, remove_run_files, write_changes_file
+from host.workspace._worktree import Workspace
+
+__all__ = ["record_turn"]
+
+_TURN_MESSAGE: Final = "subagent-host: changes of run {run_id}"
+_DIFF: Final = ("diff-index", "--cached", "-z", "-M", "--raw", "--numstat", "-p", "--binary", "--full-index")
+"""One diff, three views: raw records (status), numstat records (counts), then an empty field and the patch."""
+_RECORDS_CAP_BYTES: Final = 64 * 1024 * 1024
+"""Bounds the raw + numstat records kept in memory (a few hundred bytes per changed file)."""
+_RECORDS_TOO_LARGE: Final = "the turn changed more files than the host records"
+_PATCH_WRITE_FAILED: Final = "the turn's patch could not be written"
+
+
+class _DeltaSink:
+    """Splits one ``_DIFF`` output as it arrives: the records before the first empty field are kept (bounded), the
+    patch after it goes to ``<run_id>.patch``, created only when there is one. It never raises (it runs in git's
+    reader task); a failure is kept on ``error`` and the rest of the output is dropped."""
+
+    def __init__(self, runs_dir: Path, run_id: str) -> None:
+        self._runs_dir = runs_dir
+        self._run_id = run_id
+        self.records = bytearray()
+        self.error: WorkspaceError | None = None
+        self._fd: int | None = None
+        self.opened = False
+        """Whether ``<run_id>.patch`` was created (or truncated) for this output."""
+
+    def __call__(self, chunk: bytes) -> None:
+        if self.error is not None:
+            return
+        try:
+            if self._fd is not None:
+                _write_all(self._fd, chunk)
+                return
+            start = max(0, len(self.records) - 1)
+            self.records += chunk
+            end = self.records.find(b"\0\0", start)
+            if end < 0:
+                if len(self.records) > _RECORDS_CAP_BYTES:
+                    self.error = WorkspaceError(_RECORDS_TOO_LARGE, "git-failed")
+                return
+            patch = bytes(self.records[end + 2 :])
+            del self.records[end + 1 :]
+            self._fd = open_patch_file(self._runs_dir, self._run_id)
+            self.opened = True
+            _write_all(self._fd, patch)
+        except OSError as raw:
+            error = WorkspaceError(_PATCH_WRITE_FAILED, "git-failed")
+            error.__cause__ = raw
+            self.error = error
+
+    def close(self) -> None:
+        """Close the patch file (if one was opened)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _first_leaf(error: Exception) -> Exception:
+    """The first plain exception in ``error`` (git()'s own reader tasks may wrap one in a group)."""
+    while isinstance(error, ExceptionGroup):
+        leaves = cast("tuple[Exception, ...]", error.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        if not leaves:
+            break
+        error = leaves[0]
+    return cast(Exception, error)
+
+
+async def _side_by_side(*calls: Callable[[], Awaitable[object]]) -> None:
+    """Await ``calls`` concurrently. The first failure cancels the others and is raised as itself (never wrapped in
+    an exception group: callers catch ``WorkspaceError``)."""
+    errors: list[Exception] = []
+    async with anyio.create_task_group() as group:
+
+        async def one(call: Callable[[], Awaitable[object]]) -> None:
+            try:
+                await call()
+            except Exception as error:  # a cancellation is not an Exception: it propagates
+                errors.append(_first_leaf(error))
+                group.cancel_scope.cancel()
+
+        for call in calls:
+            group.start_soon(one, call)
+    if errors:
+        raise errors[0]
+
+
+async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: RepoLocks) -> Changes | None:
+    """Commit the worktree as it is now on the run's branch, and diff the baseline tree → that tree.
+
+    With changes: ``<runs_dir>/<run_id>.patch`` (binary, 0600) and ``<run_id>.changes.json`` are written and the
+    ``Changes`` returned; without: ``None`` (and no file). Changes the child committed itself are included (the tree
+    is the worktree's, whatever its HEAD is); the branch is moved to the final commit.
+
+    Raises:
+        WorkspaceError: git failed or the patch could not be written (no partial patch is left).
+    """
+    cwd = workspace.path
+    steps = _Steps()
+    message = _TURN_MESSAGE.format(run_id=run_id)
+    sink = _DeltaSink(runs_dir, run_id)
+    try:
+        await _side_by_side(  # in this order: add -A is spawned first, write-tree right after it
+            lambda: _stage(cwd, steps),
+            lambda: _read_head(cwd, steps),
+            lambda: _write_commit(cwd, steps, message),
+            lambda: _move_head(cwd, steps),
+            lambda: _diff(cwd, workspace.baseline.tree, steps, sink),
+        )
+        if sink.error is not None:
+            raise sink.error
+    except BaseException:
+        sink.close()
+        if sink.opened:  # no partial patch stays behind
+            with contextlib.suppress(OSError):
+                remove_run_files(runs_dir, run_id)
+        raise
+    sink.close()
+    await _keep_branch_at_head(workspace, locks)
+    if not sink.records:  # the index is the baseline tree: no diff
+        workspace.changed = False
+        return None
+    changes = parse_changes(bytes(sink.records), branch=workspace.branch, base_commit=workspace.baseline.commit)
+    workspace.changed = bool(changes.files)
+    if not workspace.changed:
+        remove_run_files(runs_dir, run_id)  # nothing, or only what a diff does not show (never in practice)
+        return None
+    write_changes_file(runs_dir, run_id, workspace.repo.toplevel, changes)
+    return changes
+
+
+@dataclass(slots=True)
+class _Steps:
+    """What the turn's concurrent git steps hand each other."""
+
+    staged: anyio.Event = field(default_factory=anyio.Event)
+    """``add -A`` has written the index."""
+    head_known: anyio.Event = field(default_factory=anyio.Event)
+    tree_known: anyio.Event = field(default_factory=anyio.Event)
+    commit_known: anyio.Event = field(default_factory=anyio.Event)
+    skip_commit: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled when the tree is HEAD's: the waiting ``hash-object`` is killed before any input."""
+    skip_ref: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    head_commit: str | None = None
+    """HEAD's commit before the turn is committed (``None``: a branch with no commit yet)."""
+    head_tree: str | None = None
+    tree: str = ""
+    commit: str = ""
+
+
+async def _stage(cwd: str, steps: _Steps) -> None:
+    """``add -A``, then at once ``write-tree --missing-ok`` (only the subtrees ``add -A`` invalidated are rewritten,
+    and no blob is looked up again: ``add -A`` has just written them); a tree that is HEAD's skips the commit."""
+    await git(["add", "-A", "--", "."], cwd=cwd)
+    steps.staged.set()
+    tree = (await git(["write-tree", "--missing-ok"], cwd=cwd)).stdout.decode("ascii").strip()
+    await steps.head_known.wait()
+    if tree == steps.head_tree:  # the child committed everything itself, or changed nothing
+        steps.skip_commit.cancel()
+        steps.skip_ref.cancel()
+    else:
+        steps.tree = tree
+        steps.tree_known.set()
+
+
+async def _read_head(cwd: str, steps: _Steps) -> None:
+    found = await git(["rev-parse", "HEAD", "HEAD^{tree}"], cwd=cwd, check=False)
+    # A failure is HEAD naming a branch with no commit yet (the child ran checkout --orphan); were it anything else,
+    # HEAD's update fails: it then requires the branch to have no commit.
+    if found.returncode == 0:
+        steps.head_commit, steps.head_tree = found.stdout.decode("ascii").split()
+    steps.head_known.set()
+
+
+async def _write_commit(cwd: str, steps: _Steps, message: str) -> None:
+    """``hash-object -t commit``, spawned at once and given the commit's text when the tree is known."""
+
+    async def text() -> bytes:
+        await steps.tree_known.wait()
+        return commit_object(steps.tree, steps.head_commit, message)
+
+    with steps.skip_commit:
+        written = await git(["hash-object", "-t", "commit", "-w", "--stdin"], cwd=cwd, stdin=text)
+        steps.commit = written.stdout.decode("ascii").strip()
+        steps.commit_known.set()
+
+
+async def _move_head(cwd: str, steps: _Steps) -> None:
+    """``update-ref --stdin``, spawned at once and told ``update HEAD <new> <old>`` when the commit is written."""
+
+    async def line() -> bytes:
+        await steps.commit_known.wait()
+        old = steps.head_commit or "0" * len(steps.commit)  # all zeros: the branch must still have no commit
+        return f"update HEAD {steps.commit} {old}\n".encode("ascii")
+
+    with steps.skip_ref:
+        await git(["update-ref", "-m", "subagent-host turn", "--stdin"], cwd=cwd, stdin=line)
+
+
+async def _diff(cwd: str, base_tree: str, steps: _Steps, sink: _DeltaSink) -> None:
+    await steps.staged.wait()
+    await git([*_DIFF, base_tree], cwd=cwd, on_stdout=sink)
+
+
+async def _keep_branch_at_head(workspace: Workspace, locks: RepoLocks) -> None:
+    """Move the run's branch to HEAD's commit when the child moved HEAD off it."""
+    cwd = workspace.path
+    if _head_ref(cwd) != "ref: refs/heads/" + workspace.branch:
+        final = (await git(["rev-parse", "HEAD"], cwd=cwd)).stdout.decode("ascii").strip()
+        async with locks.hold(workspace.repo.common_dir):
+            await git(["update-ref", "-m", "subagent-host turn", "refs/heads/" + workspace.branch, final], cwd=cwd)
+
+
+def _head_ref(worktree: str) -> str:
+    """The worktree's HEAD file as it is (``ref: refs/heads/<branch>``, or a commit id when detached)."""
+    try:
+        with open(os.path.join(worktree, ".git"), encoding="utf-8") as dotgit:
+            admin = dotgit.read().removeprefix("gitdir:").strip()
+        with open(os.path.join(worktree, admin, "HEAD"), encoding="utf-8") as head:
+            return head.read().strip()
+    except OSError:
+        return ""
