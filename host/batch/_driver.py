@@ -335,7 +335,7 @@ def _plans(
 
 def _job_config(config: HostConfig, used: set[str], permission: str | None, items: Sequence[BatchItem]) -> HostConfig:
     """Retention off (the batch directory keeps every run), each entry's own deadline moved into the plans, no child
-    kept warm after its item (``session_idle_ms`` 0: an item's session stays resumable cold), and the permission
+    kept warm after its item (``session_idle_ms`` 0: an item is one-shot), and the permission
     override applied to the ACP entries used."""
     providers: dict[str, EntryConfig] = {}
     for name, entry in config.providers.items():

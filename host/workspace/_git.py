@@ -191,7 +191,8 @@ async def git(
         cwd: where git runs.
         index_file: a private ``GIT_INDEX_FILE`` for the command (never the user's index).
         stdin: bytes written to the command's stdin (``None``: no stdin), or an async callable giving them: the
-            command is spawned at once and waits for its input (a step whose input is still being computed).
+            command is spawned at once and waits for its input (a step whose input is still being computed);
+            ``timeout_s`` then counts from the input.
         on_stdout: hand each chunk of stdout to this callable as it arrives instead of returning it (it bounds what
             it keeps; an exception it raises ends the command and propagates).
         env: extra variables.
@@ -218,7 +219,7 @@ async def git(
     out: list[bytes] = []
     err: list[bytes] = []
     try:
-        with anyio.fail_after(timeout_s):
+        with anyio.fail_after(timeout_s) as bound:
             async with anyio.create_task_group() as group:
                 if on_stdout is not None:
                     group.start_soon(_feed, process.stdout, on_stdout)
@@ -226,7 +227,10 @@ async def git(
                     group.start_soon(_read_capped, process.stdout, _OUTPUT_CAP_BYTES, out, False)
                 group.start_soon(_read_capped, process.stderr, _STDERR_CAP_BYTES, err, True)
                 if stdin is not None and process.stdin is not None:
-                    await process.stdin.send(stdin if isinstance(stdin, bytes) else await stdin())
+                    if not isinstance(stdin, bytes):
+                        stdin = await stdin()
+                        bound.deadline = anyio.current_time() + timeout_s  # the bound counts from the input
+                    await process.stdin.send(stdin)
                     await process.stdin.aclose()
             returncode = await process.wait()
     except TimeoutError as raw:

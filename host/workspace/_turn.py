@@ -141,14 +141,14 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
         )
         if sink.error is not None:
             raise sink.error
+        sink.close()
+        await _keep_branch_at_head(workspace, locks)
     except BaseException:
         sink.close()
         if sink.opened:  # no partial patch stays behind
             with contextlib.suppress(OSError):
                 remove_run_files(runs_dir, run_id)
         raise
-    sink.close()
-    await _keep_branch_at_head(workspace, locks)
     if not sink.records:  # the index is the baseline tree: no diff
         workspace.changed = False
         return None
@@ -170,6 +170,8 @@ class _Steps:
     head_known: anyio.Event = field(default_factory=anyio.Event)
     tree_known: anyio.Event = field(default_factory=anyio.Event)
     commit_known: anyio.Event = field(default_factory=anyio.Event)
+    diffed: anyio.Event = field(default_factory=anyio.Event)
+    """The diff succeeded: it read every blob that differs from the baseline, so the tree names no missing object."""
     skip_commit: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     """Cancelled when the tree is HEAD's: the waiting ``hash-object`` is killed before any input."""
     skip_ref: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -218,10 +220,13 @@ async def _write_commit(cwd: str, steps: _Steps, message: str) -> None:
 
 
 async def _move_head(cwd: str, steps: _Steps) -> None:
-    """``update-ref --stdin``, spawned at once and told ``update HEAD <new> <old>`` when the commit is written."""
+    """``update-ref --stdin``, spawned at once and told ``update HEAD <new> <old>`` when the commit is written and
+    the diff succeeded. ``write-tree --missing-ok`` trusts the index, and the child can forge an entry ``add -A``
+    keeps (skip-worktree, a bogus id): the diff reads it and fails, so no ref ever names such a tree."""
 
     async def line() -> bytes:
         await steps.commit_known.wait()
+        await steps.diffed.wait()
         old = steps.head_commit or "0" * len(steps.commit)  # all zeros: the branch must still have no commit
         return f"update HEAD {steps.commit} {old}\n".encode("ascii")
 
@@ -232,6 +237,8 @@ async def _move_head(cwd: str, steps: _Steps) -> None:
 async def _diff(cwd: str, base_tree: str, steps: _Steps, sink: _DeltaSink) -> None:
     await steps.staged.wait()
     await git([*_DIFF, base_tree], cwd=cwd, on_stdout=sink)
+    if sink.error is None:
+        steps.diffed.set()
 
 
 async def _keep_branch_at_head(workspace: Workspace, locks: RepoLocks) -> None:

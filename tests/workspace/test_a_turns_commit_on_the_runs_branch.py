@@ -5,11 +5,13 @@ itself gets no extra commit: the commit step spawned ahead of its input is kille
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
 import pytest
 
+from host._exceptions import WorkspaceError
 from host.workspace import Workspaces
 from tests.workspace._helpers import git, make_repo
 
@@ -58,4 +60,27 @@ async def test_a_child_that_committed_everything_itself_gets_no_extra_commit(tmp
         assert [(item.path, item.status, item.insertions) for item in changes.files] == [("b.txt", "modified", 1)]
         assert git(repo, "rev-parse", workspace.branch).strip() == own
         assert git(repo, "count-objects", "-v") == objects  # no commit object was written and left unreferenced
+        await workspaces.release(workspace)
+
+
+async def test_a_forged_index_entry_fails_the_turn_and_moves_no_ref(tmp_path: Path) -> None:
+    """``write-tree --missing-ok`` trusts the index; the child can forge an entry ``add -A`` keeps (skip-worktree,
+    an id with no object). The diff reads it and fails, and the branch's update waits for the diff: the turn fails
+    with a ``WorkspaceError``, the branch stays where it was, and no patch is left. A large change sorted before the
+    forged path makes the diff slower, so without that wait the branch could already have moved (a race: this caught
+    it in one of three runs without the wait)."""
+    repo = make_repo(tmp_path / "repo")
+    workspaces = Workspaces(tmp_path / "state")
+    with anyio.fail_after(_TIMEOUT_S):
+        workspace = await workspaces.acquire(str(repo), "forged")
+        worktree = Path(workspace.path)
+        (worktree / "aaa.bin").write_bytes(os.urandom(24 * 2**20))
+        git(worktree, "update-index", "--add", "--cacheinfo", f"100644,{'1' * 40},zzz-ghost.txt")
+        git(worktree, "update-index", "--skip-worktree", "zzz-ghost.txt")
+        before = git(repo, "rev-parse", workspace.branch).strip()
+        with pytest.raises(WorkspaceError):
+            await workspaces.after_turn(workspace, "forged-run")
+        assert git(repo, "rev-parse", workspace.branch).strip() == before
+        assert git(worktree, "rev-parse", "HEAD").strip() == before
+        assert not list(workspaces.runs_dir.glob("forged-run.*"))
         await workspaces.release(workspace)
