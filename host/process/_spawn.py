@@ -32,23 +32,38 @@ __all__ = ["PipeProcess", "open_pipe_process"]
 _RECEIVE_MAX: Final = 65536
 
 
+class _NonBlockingPipe:
+    """One end of a pipe, set non-blocking; owns its descriptor (closed by :meth:`close`)."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe
+        self.fd: Final = pipe.fileno()
+        os.set_blocking(self.fd, False)
+        self.closed = False
+
+    def close(self) -> None:
+        """Close the descriptor now (a task waiting on it is woken with ``ClosedResourceError``); idempotent."""
+        if not self.closed:
+            self.closed = True
+            anyio.notify_closing(self.fd)
+            self._pipe.close()
+
+
 class _PipeReceiveStream(ByteReceiveStream):
     """The read end of a non-blocking pipe."""
 
     def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe  # owns the descriptor; closed by aclose()
-        self._fd = pipe.fileno()
-        os.set_blocking(self._fd, False)
-        self._closed = False
+        self._end = _NonBlockingPipe(pipe)
 
     async def receive(self, max_bytes: int = _RECEIVE_MAX) -> bytes:
+        end = self._end
         while True:
-            if self._closed:
+            if end.closed:
                 raise anyio.ClosedResourceError
             try:
-                data = os.read(self._fd, max_bytes)
+                data = os.read(end.fd, max_bytes)
             except BlockingIOError:
-                await anyio.wait_readable(self._fd)
+                await anyio.wait_readable(end.fd)
                 continue
             if not data:
                 raise anyio.EndOfStream
@@ -56,13 +71,10 @@ class _PipeReceiveStream(ByteReceiveStream):
 
     def close(self) -> None:
         """Close the pipe now (a waiting ``receive`` is woken with ``ClosedResourceError``); idempotent."""
-        if not self._closed:
-            self._closed = True
-            anyio.notify_closing(self._fd)
-            self._pipe.close()
+        self._end.close()
 
     async def aclose(self) -> None:
-        self.close()
+        self._end.close()
         await anyio.lowlevel.checkpoint()
 
 
@@ -70,35 +82,30 @@ class _PipeSendStream(ByteSendStream):
     """The write end of a non-blocking pipe."""
 
     def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe  # owns the descriptor; closed by aclose()
-        self._fd = pipe.fileno()
-        os.set_blocking(self._fd, False)
-        self._closed = False
+        self._end = _NonBlockingPipe(pipe)
 
     async def send(self, item: bytes) -> None:
         """Write all of ``item``; yields to the loop only while the pipe is full (every caller awaits the child's
         answer next, so a send that fits in the pipe needs no scheduling point of its own)."""
         await anyio.lowlevel.checkpoint_if_cancelled()
+        end = self._end
         view = memoryview(item)
         while view:
-            if self._closed:
+            if end.closed:
                 raise anyio.ClosedResourceError
             try:
-                view = view[os.write(self._fd, view) :]
+                view = view[os.write(end.fd, view) :]
             except BlockingIOError:
-                await anyio.wait_writable(self._fd)
+                await anyio.wait_writable(end.fd)
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise anyio.BrokenResourceError from exc
 
     def close(self) -> None:
         """Close the pipe now (the child reads EOF); idempotent."""
-        if not self._closed:
-            self._closed = True
-            anyio.notify_closing(self._fd)
-            self._pipe.close()
+        self._end.close()
 
     async def aclose(self) -> None:
-        self.close()
+        self._end.close()
         await anyio.lowlevel.checkpoint()
 
 
