@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,10 @@ from typing import Any, Final
 
 import anyio
 
+from tests._provider_helpers import wait_until_gone
 from tests.cli._helpers import CONSOLE_SCRIPT, acp_entry, cli_env, write_config
+from tests.sdk_provider._helpers import wait_for_file
+from tests.server._helpers import fake_agents
 
 __all__ = [
     "CLI_TIMEOUT_S",
@@ -26,6 +30,7 @@ __all__ = [
     "host_cli",
     "make_repo",
     "our_branches",
+    "sigkill_host_once_ready",
     "user_state",
     "wait_until_removed",
     "worktree_config",
@@ -127,3 +132,27 @@ async def wait_until_removed(path: Path) -> None:
         if not await anyio.Path(path).exists():
             return
         await anyio.sleep(0.02)
+
+
+async def sigkill_host_once_ready(*args: str, ready: Path, cwd: Path) -> None:
+    """Start the console script with ``args``; once its child wrote ``ready``, SIGKILL the host and wait until the
+    keeper ended the host's fake agents (bounded by ``CLI_TIMEOUT_S``)."""
+    process = await anyio.open_process(
+        [CONSOLE_SCRIPT, *args],
+        cwd=cwd,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with anyio.fail_after(CLI_TIMEOUT_S):
+            await wait_for_file(ready)
+            agents = fake_agents(process.pid)
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+            for agent in agents:  # the keeper ends the child of the dead host
+                await wait_until_gone(agent.pid)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await process.aclose()

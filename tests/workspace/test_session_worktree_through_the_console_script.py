@@ -7,26 +7,19 @@ and continues there."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from host.sessions import read_session_file
-from tests._provider_helpers import wait_until_gone
-from tests.cli._helpers import CONSOLE_SCRIPT, cli_env
-from tests.sdk_provider._helpers import wait_for_file
-from tests.server._helpers import fake_agents
 from tests.workspace._helpers import (
-    CLI_TIMEOUT_S,
     git,
     host_cli,
     make_repo,
     our_branches,
+    sigkill_host_once_ready,
     user_state,
     worktree_config,
     worktree_paths,
@@ -131,35 +124,18 @@ async def test_after_a_host_died_mid_turn_the_next_run_session_continues_with_it
     session_id = first["session_id"]
     ready.unlink()
     # The edit is applied, then the agent hangs on the word "hang" until the host is SIGKILLed.
-    process = await anyio.open_process(
-        [
-            CONSOLE_SCRIPT,
-            "run",
-            "--config",
-            str(config),
-            "--state-dir",
-            str(state),
-            "--session",
-            session_id,
-            _append("hang two\n"),
-        ],
+    await sigkill_host_once_ready(
+        "run",
+        "--config",
+        str(config),
+        "--state-dir",
+        str(state),
+        "--session",
+        session_id,
+        _append("hang two\n"),
+        ready=ready,
         cwd=tmp_path,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
     )
-    try:
-        with anyio.fail_after(CLI_TIMEOUT_S):
-            await wait_for_file(ready)
-            agents = fake_agents(process.pid)
-            os.kill(process.pid, signal.SIGKILL)
-            await process.wait()
-            for agent in agents:  # the keeper ends the child of the dead host
-                await wait_until_gone(agent.pid)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
     worktree = state / "worktrees" / session_id
     assert worktree_paths(repo) == [str(repo), str(worktree)]  # left locked, naming the dead pid
 

@@ -3,25 +3,17 @@ and any command that opens a ``Host``) keeps its delta as a patch and a branch, 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests._provider_helpers import wait_until_gone
-from tests.cli._helpers import CONSOLE_SCRIPT, cli_env
-from tests.sdk_provider._helpers import wait_for_file
-from tests.server._helpers import fake_agents
 from tests.workspace._helpers import (
-    CLI_TIMEOUT_S,
     fs_ops,
     git,
     host_cli,
     make_repo,
     our_branches,
+    sigkill_host_once_ready,
     user_state,
     worktree_config,
     worktree_paths,
@@ -38,25 +30,9 @@ async def _killed_mid_run(tmp_path: Path, repo: Path, state: Path) -> str:
     config = worktree_config(
         tmp_path, repo, {"child": {"MOCK_FS_OPS": ops, "MOCK_HANG": "1", "MOCK_READY_FILE": str(ready)}}
     )
-    process = await anyio.open_process(
-        [CONSOLE_SCRIPT, "run", "--config", str(config), "--state-dir", str(state), "go"],
-        cwd=tmp_path,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    await sigkill_host_once_ready(
+        "run", "--config", str(config), "--state-dir", str(state), "go", ready=ready, cwd=tmp_path
     )
-    try:
-        with anyio.fail_after(CLI_TIMEOUT_S):
-            await wait_for_file(ready)
-            agents = fake_agents(process.pid)
-            os.kill(process.pid, signal.SIGKILL)
-            await process.wait()
-            for agent in agents:  # the keeper ends the child of the dead host
-                await wait_until_gone(agent.pid)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
     (worktree,) = [entry for entry in (state / "worktrees").iterdir() if not entry.name.startswith(".")]
     return worktree.name
 
