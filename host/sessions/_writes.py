@@ -84,9 +84,16 @@ class SessionFileWriter:
             if turnstile is None:
                 turnstile = self._turnstiles[session_id] = _Turnstile()
             turnstile.users += 1
+            lock = turnstile.lock
             try:
-                async with turnstile.lock:
+                try:
+                    lock.acquire_nowait()  # free and nobody waiting: no trip through the event loop
+                except anyio.WouldBlock:
+                    await lock.acquire()
+                try:
                     yield
+                finally:
+                    lock.release()
             finally:
                 turnstile.users -= 1
                 if turnstile.users == 0:
