@@ -8,7 +8,6 @@ unchanged file (docs/behaviour.md#sessions-persistence).
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 from typing import Final
@@ -23,8 +22,6 @@ __all__ = [
     "honour_close",
     "stamp_of",
 ]
-
-logger = logging.getLogger(__name__)
 
 CLOSE_CHECK_INTERVAL_S: Final = 1.0
 """How often the reaper checks the files of its idle warm sessions for a close by another process."""
