@@ -14,7 +14,6 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
     │   └── SdkRunFailure                  prefix ``subagent-dsh-sdk``
     ├── AggregateError                     .errors (tuple); str() is exactly its message
     ├── SubagentRunError                   the foreground text of a non-completed run
-    ├── WorkspaceError                     a git worktree workspace could not be made, read or applied (.kind)
     ├── ChildError                         raw, host-only: a child process or its connection failed
     │   ├── ProcessTreeSurvivedError       the tree outlived SIGKILL + grace
     │   ├── ConnectionClosedError          the connection ended (EOF, a cut, a local close) with a request pending
@@ -36,7 +35,9 @@ the host logger only. A raw error is mapped once, at the boundary where it enter
         ├── SessionNotFoundError           UNKNOWN_SESSION: no session has that id
         ├── SessionProviderError           SESSION_OTHER_PROVIDER: the session belongs to another provider
         ├── SessionForkError               SESSION_FORK_UNSUPPORTED: the session's agent cannot fork it
-        └── SessionWorkspaceError          SESSION_WORKSPACE: a turn asked for another workspace than its session's
+        ├── SessionWorkspaceError          SESSION_WORKSPACE: a turn asked for another workspace than its session's
+        └── WorkspaceError                 WORKSPACE_<KIND>: a git worktree workspace could not be made, read or
+                                           applied (.kind; not-a-repository: WORKSPACE_NOT_A_REPOSITORY)
 
 ``JsonRpcError`` is the peer-level name of ``ChildError`` (the peer's own failures are its four kinds above).
 """
@@ -87,6 +88,7 @@ __all__ = [
     "as_response_error",
     "describe_error",
     "map_exceptions",
+    "workspace_error_code",
 ]
 
 
@@ -149,16 +151,6 @@ class AggregateError(SubagentHostError):
 
 class SubagentRunError(SubagentHostError):
     """The foreground delegation text of a run that did not complete."""
-
-
-class WorkspaceError(SubagentHostError):
-    """A ``worktree`` workspace failed; the message is host-built (paths the operator gave, sizes, versions) and
-    ``kind`` names the failure from a closed set (``host.workspace.WorkspaceErrorKind``). Raw git text rides on
-    ``__cause__`` only."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 class ChildError(SubagentHostError):
@@ -298,6 +290,24 @@ class SessionWorkspaceError(CodedError):
     """A later turn asked for another workspace (``shared`` / ``worktree``) than its session's first turn fixed."""
 
     code = "SESSION_WORKSPACE"
+
+
+class WorkspaceError(CodedError):
+    """A ``worktree`` workspace failed; the message is host-built (paths the operator gave, sizes, versions) and
+    ``kind`` names the failure from a closed set (``host.workspace.WorkspaceErrorKind``). Raw git text rides on
+    ``__cause__`` only. ``code`` is ``WORKSPACE_`` and the kind in upper snake case (``apply-conflict``:
+    ``WORKSPACE_APPLY_CONFLICT``), so a tool result says which failure it was (``info {name, code}``)."""
+
+    code = "WORKSPACE"
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message, workspace_error_code(kind))
+        self.kind = kind
+
+
+def workspace_error_code(kind: str) -> str:
+    """The ``code`` of a ``WorkspaceError`` of ``kind`` (``not-a-repository``: ``WORKSPACE_NOT_A_REPOSITORY``)."""
+    return "WORKSPACE_" + kind.upper().replace("-", "_")
 
 
 def describe_error(error: BaseException) -> str:

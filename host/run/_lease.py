@@ -104,6 +104,7 @@ class WorktreeLease(Protocol):
         """The session's worktree as its file describes it, to recreate (``None``: the session has none yet)."""
         ...
 
-    def hold_worktree(self, workspace: Workspace) -> None:
-        """The session owns ``workspace`` from now on (written into its file at once; removed at its close)."""
+    async def hold_worktree(self, workspace: Workspace) -> None:
+        """The session owns ``workspace`` from now on (its file names it when this returns; removed at its
+        close)."""
         ...

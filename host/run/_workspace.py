@@ -179,7 +179,7 @@ class WorkspaceProvider:
                 await self._workspaces.release(workspace, keep_branch=saved is not None)
             raise
         if made:
-            lease.hold_worktree(workspace)  # the session owns it now: removed when it goes cold or is closed
+            await lease.hold_worktree(workspace)  # the session owns it now: removed when it goes cold or is closed
         return _WorktreeRun(run, workspace, self._workspaces, request.on_frame, owns_worktree=False)
 
     async def _run_setup(self, workspace: Workspace) -> bool:

@@ -154,8 +154,8 @@ class TurnLease:
         facts = self._session.record.worktree
         return workspace_of(self._session.id, facts) if facts is not None else None
 
-    def hold_worktree(self, workspace: Workspace) -> None:
-        """The session owns ``workspace`` from now on."""
+    async def hold_worktree(self, workspace: Workspace) -> None:
+        """The session owns ``workspace`` from now on (its file names it when this returns)."""
         if self._worktrees is None:
             raise RuntimeError("this session table keeps no worktrees")
-        self._worktrees.hold(self._session.record, workspace)
+        await self._worktrees.hold(self._session.record, workspace)

@@ -10,7 +10,6 @@ The session files stay, so a later host resumes them cold (docs/behaviour.md#ses
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import Final
@@ -25,7 +24,6 @@ from host.sessions._refusals import Kind, check_forkable, session_expired
 from host.sessions._session import SESSION_WAIT_ABORTED, Session, TurnLease
 from host.sessions._store import (
     SessionRecord,
-    delete_session_file,
     is_session_id,
     list_session_files,
     new_session_id,
@@ -33,13 +31,12 @@ from host.sessions._store import (
     read_session_file,
     seconds_since,
 )
-from host.sessions._watch import CLOSE_CHECK_INTERVAL_S, honour_close, stamp_of, write_watched, write_watched_off_loop
+from host.sessions._watch import CLOSE_CHECK_INTERVAL_S, honour_close, stamp_of
 from host.sessions._worktrees import SessionWorktrees
+from host.sessions._writes import SessionFileWriter
 from host.workspace import Workspaces
 
 __all__ = ["MAX_COLD_IN_MEMORY", "SESSION_WAIT_ABORTED", "SessionTable"]
-
-logger = logging.getLogger(__name__)
 
 UNKNOWN_SESSION: Final = "unknown session {session_id}"
 OTHER_PROVIDER: Final = 'session {session_id} belongs to provider "{owner}", not "{provider}"'
@@ -68,6 +65,7 @@ class SessionTable:
         self._cooled = anyio.Event()
         self._closed = False
         self._reaper_scope = anyio.CancelScope()
+        self._files = SessionFileWriter(state_dir)
         self._worktrees = SessionWorktrees(workspaces, task_group, persist=self._persist)
 
     def start(self) -> None:
@@ -191,7 +189,7 @@ class SessionTable:
 
     async def end_turn(self, session: Session, lease: TurnLease, run_id: str | None) -> None:
         """Record the turn (``run_id``: the run that served it, ``None`` when its start failed) and release the lock,
-        the session file written first (shielded) from a worker thread: its ``fsync`` never stalls the event loop."""
+        the session file written first (``SessionFileWriter``: shielded, from a worker thread)."""
         record = session.record
         try:
             if run_id is not None:
@@ -208,14 +206,13 @@ class SessionTable:
             if record.turns == 0 and record.agent_session_id is None and run_id is None:
                 # A session that never opened anything is forgotten: there is nothing to continue.
                 self._sessions.pop(session.id, None)
-            elif self._state_dir is not None and (self.persist_shared or record.workspace == "worktree"):
-                with anyio.CancelScope(shield=True):
-                    await write_watched_off_loop(self._state_dir, record, self._sessions.get(record.session_id))
+            else:
+                await self._persist(record)
         finally:
             session.busy = False
             session.lock.release()
         self._worktrees.settle(session)
-        self._evict_over_bound()
+        await self._evict_over_bound()
         self._release_memory(session)
         self._wake_reaper_for(session)
 
@@ -237,8 +234,9 @@ class SessionTable:
             merged[session.id] = session.record
         return sorted(merged.values(), key=lambda record: record.last_used, reverse=True)
 
-    def close(self, session_id: str) -> SessionRecord:
-        """Close a session: its warm child goes down, and a later call gets ``session-expired``.
+    async def close(self, session_id: str) -> SessionRecord:
+        """Close a session: its warm child goes down, and a later call gets ``session-expired``; its file says so
+        when this returns.
 
         Raises:
             SessionNotFoundError: no session has that id.
@@ -255,7 +253,7 @@ class SessionTable:
             self._cool_child(session.warm)
             session.warm = None
         self._worktrees.settle(session)
-        self._persist(session.record)
+        await self._persist(session.record)
         self._release_memory(session)
         return session.record
 
@@ -267,7 +265,7 @@ class SessionTable:
             while True:
                 current = time.monotonic()
                 if current >= next_sweep:
-                    self._sweep_expired()
+                    await self._sweep_expired()
                     next_sweep = current + _TTL_SWEEP_INTERVAL_S
                 wake_at = next_sweep
                 for session in list(self._sessions.values()):
@@ -276,7 +274,7 @@ class SessionTable:
                         continue
                     due = session.idle_since + session.idle_ms / 1000
                     if due <= current or honour_close(self._state_dir, session):
-                        self._go_cold(session)
+                        await self._go_cold(session)
                     else:
                         wake_at = min(wake_at, due, current + CLOSE_CHECK_INTERVAL_S)
                 self._reaper_wakes_at = wake_at
@@ -285,7 +283,7 @@ class SessionTable:
                 if self._wake.is_set():
                     self._wake = anyio.Event()
 
-    def _sweep_expired(self) -> None:
+    async def _sweep_expired(self) -> None:
         for record in self._disk_records():
             if seconds_since(record.last_used) > self._ttl_s:
                 session = self._sessions.get(record.session_id)
@@ -293,37 +291,33 @@ class SessionTable:
                     continue
                 self._sessions.pop(record.session_id, None)
                 self._worktrees.close_soon(record)
-                assert self._state_dir is not None
-                try:
-                    delete_session_file(self._state_dir, record.session_id)
-                except OSError as exc:
-                    logger.warning("subagent-host: removing an expired session file failed: %s", exc.strerror)
+                await self._files.delete(record.session_id)
 
     async def _make_room(self) -> None:
         """Take least recently used idle sessions cold until the live children fit the bound; wait for their close."""
-        victims: list[WarmChild] = []
+        victims: list[tuple[WarmChild, SessionRecord]] = []
         while self._live_children() > self._max_warm:
             session = self._least_recently_used_idle()
             if session is None:
                 break
             assert session.warm is not None
-            victims.append(session.warm)
+            victims.append((session.warm, session.record))
             session.warm = None
             session.record.state = "cold"
             self._worktrees.settle(session)
-            self._persist(session.record)
         if victims:
             with anyio.CancelScope(shield=True):
                 async with anyio.create_task_group() as group:
-                    for child in victims:
+                    for child, record in victims:
                         group.start_soon(child.aclose)
+                        group.start_soon(self._persist, record)
 
-    def _evict_over_bound(self) -> None:
+    async def _evict_over_bound(self) -> None:
         while self._live_children() > self._max_warm:
             session = self._least_recently_used_idle()
             if session is None:
                 return
-            self._go_cold(session)
+            await self._go_cold(session)
 
     def _live_children(self) -> int:
         return sum(1 for session in self._sessions.values() if session.busy or session.warm is not None)
@@ -332,14 +326,15 @@ class SessionTable:
         idle = [session for session in self._sessions.values() if session.warm is not None and not session.busy]
         return min(idle, key=lambda session: session.idle_since) if idle else None
 
-    def _go_cold(self, session: Session) -> None:
+    async def _go_cold(self, session: Session) -> None:
+        """The child's close starts at once; the session leaves memory only once its file says ``cold``."""
         child, session.warm = session.warm, None
         if session.record.state != "closed":
             session.record.state = "cold"
-        self._persist(session.record)
-        self._worktrees.settle(session)
         if child is not None:
             self._cool_child(child)
+        await self._persist(session.record)
+        self._worktrees.settle(session)
         self._release_memory(session)
 
     def _release_memory(self, session: Session) -> None:
@@ -381,7 +376,7 @@ class SessionTable:
         with anyio.CancelScope(shield=True):
             for session in list(self._sessions.values()):
                 if session.warm is not None:
-                    self._go_cold(session)
+                    await self._go_cold(session)
             if self._cooling:
                 await self._cooled.wait()
             await self._worktrees.aclose()  # after the children: none of them works in a worktree any more
@@ -391,10 +386,8 @@ class SessionTable:
     def _disk_records(self) -> list[SessionRecord]:
         return list_session_files(self._state_dir) if self._state_dir is not None else []
 
-    def _persist(self, record: SessionRecord) -> None:
-        if self._state_dir is None or not (self.persist_shared or record.workspace == "worktree"):
-            return
-        try:
-            write_watched(self._state_dir, record, self._sessions.get(record.session_id))
-        except OSError as exc:
-            logger.warning("subagent-host: writing session %s failed: %s", record.session_id, exc.strerror)
+    async def _persist(self, record: SessionRecord) -> None:
+        """Write the file of ``record`` (``SessionFileWriter``: off the loop, in order, never over another
+        process's close), unless it is a shared-workspace session of a table that keeps none."""
+        if self.persist_shared or record.workspace == "worktree":
+            await self._files.write(record, self._sessions.get(record.session_id))

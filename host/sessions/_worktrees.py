@@ -14,7 +14,7 @@ when there was no branch to keep). So the worktrees on disk are bounded by the w
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -67,7 +67,7 @@ class SessionWorktrees:
         workspaces: Workspaces,
         task_group: TaskGroup,
         *,
-        persist: Callable[[SessionRecord], None],
+        persist: Callable[[SessionRecord], Awaitable[None]],
     ) -> None:
         """``persist`` writes a session's file the table's way (never over another process's close; logged)."""
         self._workspaces = workspaces
@@ -86,11 +86,12 @@ class SessionWorktrees:
             await removing.wait()
         return self._live.get(session_id)
 
-    def hold(self, record: SessionRecord, workspace: Workspace) -> None:
-        """The session owns ``workspace`` from now on; its facts are written into the session file at once."""
+    async def hold(self, record: SessionRecord, workspace: Workspace) -> None:
+        """The session owns ``workspace`` from now on; its facts are written into the session file before this
+        returns."""
         self._live[record.session_id] = workspace
         record.worktree = facts_of(workspace)
-        self._persist(record)
+        await self._persist(record)
 
     def settle(self, session: Session) -> None:
         """After the session changed state: remove its worktree (in the host's task group) when it is closed, or

@@ -80,7 +80,7 @@ def create_session_tools(table: SessionTable) -> Mapping[str, ToolDefinition]:
         return "\n".join(session_line(record) for record in records) if records else NO_SESSIONS
 
     async def session_close(args: _CloseArgs, _ctx: ToolRunContext) -> JsonValue:
-        table.close(args.session_id)
+        await table.close(args.session_id)
         return SESSION_CLOSED_TEXT.format(session_id=args.session_id)
 
     listing, close = SESSION_LIST_TOOL_NAME, SESSION_CLOSE_TOOL_NAME

@@ -28,8 +28,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from host.records import TranscriptTail
 from host.ui._batches import ResultsCache, find_batches, load_batch
-from host.ui._index import RunFilter, RunIndex
+from host.ui._index import RunFilter, RunIndex, RunRow
 from host.ui._pages import (
+    NOT_KEPT,
     batch_page,
     batches_page,
     not_found_page,
@@ -38,7 +39,14 @@ from host.ui._pages import (
     session_page,
     sessions_page,
 )
-from host.ui._reads import read_patch_files, read_run_facts, read_sessions, read_stderr, transcript_path
+from host.ui._reads import (
+    NAME_PATTERN,
+    read_patch_files,
+    read_run_facts,
+    read_sessions,
+    read_stderr,
+    transcript_path,
+)
 
 __all__ = ["CSP", "TAIL_INTERVAL_S", "TOKEN_COOKIE", "create_app"]
 
@@ -190,12 +198,17 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
         return HTMLResponse(await anyio.to_thread.run_sync(sessions_view))
 
     def session_view(session_id: str) -> str | None:
+        if not NAME_PATTERN.fullmatch(session_id):
+            return None
         meta = read_sessions(state_dir).get(session_id)
         turns = [row for row in index.refresh() if row.session_id == session_id]
         if meta is None and not turns:
             return None
         turns.sort(key=lambda row: (row.turn if row.turn is not None else 1 << 62, row.started, row.run_id))
-        return session_page(session_id, meta or {}, turns)
+        kept = meta is not None
+        return session_page(
+            session_id, meta if meta is not None else _meta_of_turns(state_dir, turns), turns, kept=kept
+        )
 
     async def session(request: Request) -> Response:
         body = await anyio.to_thread.run_sync(session_view, request.path_params["session_id"])
@@ -254,7 +267,23 @@ def _sessions(index: RunIndex, state_dir: Path) -> list[dict[str, Any]]:
         turns = meta.get("turns", meta.get("turn_count"))
         if isinstance(turns, int) and not isinstance(turns, bool):
             entry["turns"] = max(entry["turns"], turns)
+    for entry in found.values():
+        entry.setdefault("state", NOT_KEPT)  # no file: known from its runs only, it cannot be continued
     return sorted(found.values(), key=lambda entry: str(entry.get("last_used") or ""), reverse=True)
+
+
+def _meta_of_turns(state_dir: Path, turns: list[RunRow]) -> dict[str, Any]:
+    """What the records of a session's turns (oldest first) tell of a session that has no file."""
+    first = turns[0]
+    path = transcript_path(state_dir, first.run_id)
+    cwd = read_run_facts(path).get("cwd") if path is not None else None
+    meta: dict[str, Any] = {"provider": first.provider or "-", "state": NOT_KEPT}
+    if isinstance(cwd, str):
+        meta["cwd"] = cwd
+    started = sorted(row.start_time for row in turns if row.start_time)
+    if started:
+        meta["created"], meta["last_used"] = started[0], started[-1]
+    return meta
 
 
 async def _tail(path: Path) -> AsyncIterator[str]:

@@ -42,6 +42,11 @@ def run_href(run_id: str) -> str:
     return text("/runs/" + quote(run_id, safe=""))
 
 
+def session_href(session_id: str) -> str:
+    """The session page of ``session_id``."""
+    return text("/sessions/" + quote(session_id, safe=""))
+
+
 def page(title: str, body: str, *, page_id: str, data: Mapping[str, str] | None = None) -> str:
     """A whole page: the frame, ``body`` (already safe HTML) and ``data-*`` attributes the script reads."""
     attributes = "".join(f' data-{name}="{text(value)}"' for name, value in (data or {}).items())

@@ -11,13 +11,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from host.ui._batches import BatchView
-from host.ui._html import bar_chart, histogram_chart, href, page, run_href, text
+from host.ui._html import bar_chart, histogram_chart, href, page, run_href, session_href, text
 from host.ui._index import RunRow
 
-__all__ = ["batch_page", "batches_page", "not_found_page", "run_page", "runs_page", "session_page", "sessions_page"]
+__all__ = [
+    "NOT_KEPT",
+    "NOT_KEPT_NOTE",
+    "batch_page",
+    "batches_page",
+    "not_found_page",
+    "run_page",
+    "runs_page",
+    "session_page",
+    "sessions_page",
+]
 
 STATUSES: Final = ("starting", "running", "completed", "error", "aborted", "refusal", "max-tokens", "incomplete")
 _FILTERS: Final = ("provider", "status", "session", "batch", "q")
+NOT_KEPT: Final = "not kept"
+"""The state the sessions page shows for a session known only from its runs' records (it has no session file)."""
+NOT_KEPT_NOTE: Final = (
+    "No session file: this session was not kept, so it cannot be continued (a batch keeps none for its "
+    "shared-workspace items, and an expired session's file is removed). Its facts below come from its runs' records."
+)
 
 
 def _duration(milliseconds: int | None) -> str:
@@ -36,7 +52,7 @@ def _row(row: RunRow, *, with_session: bool) -> str:
     session = ""
     if with_session:
         session = (
-            f'<td><a href="{href("/sessions/" + row.session_id)}">{text(row.session_id[:10])}</a></td>'
+            f'<td><a href="{session_href(row.session_id)}">{text(row.session_id[:10])}</a></td>'
             if row.session_id
             else "<td>-</td>"
         )
@@ -90,9 +106,11 @@ def run_page(row: RunRow, facts: Mapping[str, Any], patch_files: Sequence[dict[s
         ("provider", f"{row.provider or '-'} ({facts.get('kind') or '-'})"),
         ("cwd", facts.get("cwd") or "-"),
         ("started", row.start_time or "-"),
-        ("session", row.session_id or "-"),
     ]
     facts_html = "".join(f"<dt>{text(name)}</dt><dd>{text(value)}</dd>" for name, value in items)
+    session = row.session_id
+    session_html = f'<a href="{session_href(session)}">{text(session)}</a>' if session else "-"
+    facts_html += f'<dt>session</dt><dd id="run-session">{session_html}</dd>'
     facts_html += f'<dt>status</dt><dd><span id="run-status" class="status status-{text(row.status)}">'
     facts_html += (
         f'{text(row.status)}</span></dd><dt>duration</dt><dd id="run-duration">{_duration(row.duration_ms)}</dd>'
@@ -128,7 +146,7 @@ def _changes(run_id: str, files: Sequence[dict[str, Any]]) -> str:
 def sessions_page(sessions: Sequence[Mapping[str, Any]]) -> str:
     """Every session: id, provider, state, turns, last used."""
     rows = "".join(
-        f'<tr><td><a href="{href("/sessions/" + s["session_id"])}">{text(s["session_id"][:12])}</a></td>'
+        f'<tr><td><a href="{session_href(s["session_id"])}">{text(s["session_id"][:12])}</a></td>'
         f"<td>{text(s.get('provider') or '-')}</td><td>{text(s.get('state') or '-')}</td>"
         f"<td>{text(s.get('turns', 0))}</td><td>{text(s.get('last_used') or '-')}</td></tr>"
         for s in sessions
@@ -141,8 +159,9 @@ def sessions_page(sessions: Sequence[Mapping[str, Any]]) -> str:
     return page("Sessions", f"<h1>Sessions</h1>{table}{empty}", page_id="sessions")
 
 
-def session_page(session_id: str, meta: Mapping[str, Any], turns: Sequence[RunRow]) -> str:
-    """One session's turns, in order, each linking to its run."""
+def session_page(session_id: str, meta: Mapping[str, Any], turns: Sequence[RunRow], *, kept: bool) -> str:
+    """One session's turns, in order, each linking to its run; ``kept=False``: the session has no file (its facts
+    come from its turns' records), and the page says it cannot be continued."""
     facts = "".join(
         f"<dt>{text(name)}</dt><dd>{text(meta.get(name, '-'))}</dd>"
         for name in ("provider", "state", "cwd", "created", "last_used")
@@ -153,7 +172,8 @@ def session_page(session_id: str, meta: Mapping[str, Any], turns: Sequence[RunRo
         f'<span class="status status-{text(row.status)}">{text(row.status)}</span> {text(row.task)}</li>'
         for i, row in enumerate(turns, start=1)
     )
-    body = f'<h1>Session {text(session_id[:12])}</h1><dl class="facts">{facts}</dl><ol class="turns">{items}</ol>'
+    note = "" if kept else f'<p id="session-not-kept" class="note">{text(NOT_KEPT_NOTE)}</p>'
+    body = f'<h1>Session {text(session_id[:12])}</h1>{note}<dl class="facts">{facts}</dl><ol class="turns">{items}</ol>'
     return page("Session", body, page_id="session")
 
 

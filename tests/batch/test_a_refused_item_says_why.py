@@ -1,6 +1,7 @@
 """A batch item refused before any child starts with no closed failure line (here a ``worktree`` item outside a git
 repository) carries the tool's host-built reason as ``error`` in its result line, through the console script, so
-the operator can tell why it failed; nothing was spawned, so there is no run to name."""
+the operator can tell why it failed, with the failure's stable code (``error_code``); nothing was spawned, so there is
+no run to name."""
 
 from __future__ import annotations
 
@@ -23,4 +24,5 @@ async def test_a_worktree_item_outside_a_repository_says_why(tmp_path: Path) -> 
     [line] = result_lines(tmp_path / "out")
     assert line["stop_reason"] == "error" and line["output"] == [] and line["run_id"] is None
     assert line["error"] == f'workspace = "worktree" needs a git repository: {outside} is not inside one'
-    assert "diagnostic" not in line and "error_code" not in line
+    assert line["error_code"] == "WORKSPACE_NOT_A_REPOSITORY"
+    assert "diagnostic" not in line
