@@ -50,6 +50,9 @@ EXIT_CRASH_AFTER_CHUNK: int = 17
 """Exit code of ``MOCK_CRASH_AFTER_CHUNK``."""
 
 DEFAULT_TEXT = "mock child answer"
+SPLIT_SURROGATE_CHUNKS = ("smile \ud83d", "\ude00, lone \udc80 ", "<\ud800> ")
+"""``MOCK_SPLIT_SURROGATES``: U+1F600 split between two chunks (its UTF-16 halves), a lone low and a lone high
+surrogate, each sent as a ``\\uXXXX`` escape."""
 THOUGHT_TEXT = "thinking…"
 METHOD_NOT_FOUND = -32601
 
@@ -153,7 +156,10 @@ class _Agent:
         """
         if self.stdout_broken:
             return
-        data = (compact_json({"jsonrpc": "2.0", **message}) + "\n").encode("utf-8")
+        try:
+            data = (compact_json({"jsonrpc": "2.0", **message}) + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (MOCK_SPLIT_SURROGATES): escaped, as JSON.stringify does
+            data = (json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":")) + "\n").encode("ascii")
         view = memoryview(data)
         try:
             while view:
@@ -360,6 +366,9 @@ class _Agent:
         for number in range(1, streamed + 1):  # a slow stream: one chunk per MOCK_STREAM_DELAY_MS, before the answer
             time.sleep(int(_env("MOCK_STREAM_DELAY_MS") or 0) / 1000)
             self.update(sid, _chunk("agent_message_chunk", f"streamed chunk {number}\n"))
+        if _flag("MOCK_SPLIT_SURROGATES"):  # a JavaScript agent slicing its text at UTF-16 code units
+            for part in SPLIT_SURROGATE_CHUNKS:
+                self.update(sid, _chunk("agent_message_chunk", part))
         fs_ops = prompt_text if _flag("MOCK_FS_OPS_FROM_PROMPT") else _env("MOCK_FS_OPS")
         if fs_ops:
             apply_fs_ops(json.loads(fs_ops))

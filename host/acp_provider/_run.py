@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 
 from host._exceptions import AcpConnectionClosed, AcpResponseError, AcpRunFailure, StartAbortedError
 from host._json import ContentBlock
+from host._text import joined_text
 from host.acp_provider._connection import AcpConnection
 from host.acp_provider._failures import (
     classify_prompt_failure,
@@ -329,7 +330,7 @@ class AcpRun:
 
     def _freeze(self) -> None:
         if self._frozen_output is None:
-            joined = "".join(self._texts)
+            joined = joined_text(self._texts)
             self._frozen_output = [{"type": "text", "text": joined}] if joined else []
         self._journal.freeze()
 

@@ -21,6 +21,7 @@ import anyio
 import psutil
 
 from host._exceptions import AcpConnectionClosed, AcpResponseError, SubagentHostError
+from host._text import utf8_size
 from host.acp_provider._connection import AcpConnection, PermissionPolicyFn, UpdateObserver
 from host.acp_provider._spec import NO_SESSION_ID_MESSAGE, StartupFailure
 from host.acp_provider._wire import as_object, cancelled_answer, session_id_of
@@ -29,6 +30,7 @@ from host.jsonrpc import Outstanding
 from host.run._lease import SessionLease
 
 __all__ = [
+    "MAX_AGENT_SESSION_ID_BYTES",
     "SESSION_CLOSE_TIMEOUT_S",
     "SESSION_LOST_MESSAGE",
     "AcpWarmChild",
@@ -50,6 +52,10 @@ SESSION_LOST_MESSAGE: Final = "ACP agent could not resume the session"
 """Raw (host-only) cause of the ``resume; session-expired`` failure."""
 FORK_UNSUPPORTED_MESSAGE: Final = "ACP agent does not advertise session/fork"
 """Raw (host-only) cause of a fork the agent does not offer."""
+MAX_AGENT_SESSION_ID_BYTES: Final = 1024
+"""The longest agent session id (UTF-8 bytes) a kept session accepts (real agents use ids of 30-40 bytes)."""
+LONG_SESSION_ID_MESSAGE: Final = f"ACP agent's session id is over {MAX_AGENT_SESSION_ID_BYTES} bytes"
+"""Raw (host-only) cause of the ``new-session; protocol`` failure of a session turn whose agent named its session so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +123,9 @@ async def open_session(
             return StartupFailure(
                 "new-session", SubagentHostError(FORK_UNSUPPORTED_MESSAGE), AcpFailureFacts("new-session", "protocol")
             )
-        return _created(await conn.fork_session(fork_of, cwd))
+        return _created(await conn.fork_session(fork_of, cwd), kept=True)
     if resume_id is None:
-        return _created(await conn.new_session(cwd))
+        return _created(await conn.new_session(cwd), kept=lease is not None)
     lost: BaseException = SubagentHostError(SESSION_LOST_MESSAGE)
     try:
         if support.resume:
@@ -132,18 +138,24 @@ async def open_session(
         lost = raw
     assert lease is not None
     if lease.if_lost_new:
-        opened = _created(await conn.new_session(cwd))
+        opened = _created(await conn.new_session(cwd), kept=True)
         if isinstance(opened, OpenedSession):
             return OpenedSession(opened.session_id, context_reset=True)
         return opened
     return StartupFailure("resume", lost, AcpFailureFacts("resume", "session-expired"))
 
 
-def _created(result: object) -> OpenedSession | StartupFailure:
+def _created(result: object, *, kept: bool) -> OpenedSession | StartupFailure:
+    """The session a ``session/new`` or ``session/fork`` result names; a session the host keeps (``kept``) needs an
+    id of at most ``MAX_AGENT_SESSION_ID_BYTES``, since its file stores it and every later turn sends it back."""
     session_id = session_id_of(result)
     if session_id is None:
         return StartupFailure(
             "new-session", SubagentHostError(NO_SESSION_ID_MESSAGE), AcpFailureFacts("new-session", "protocol")
+        )
+    if kept and utf8_size(session_id) > MAX_AGENT_SESSION_ID_BYTES:
+        return StartupFailure(
+            "new-session", SubagentHostError(LONG_SESSION_ID_MESSAGE), AcpFailureFacts("new-session", "protocol")
         )
     return OpenedSession(session_id)
 

@@ -1,6 +1,7 @@
 """Newline framing for the JSON-RPC peer: compact encoding out, lenient decoding in.
 
-``encode_message`` yields one compact ``\\n``-terminated UTF-8 line per message and never emits non-standard JSON.
+``encode_message`` yields one compact ``\\n``-terminated UTF-8 line per message and never emits non-standard JSON (a
+lone surrogate in a string goes out as its ``\\uXXXX`` escape).
 ``parse_line`` never raises for peer input: a line that is blank, not UTF-8, not JSON, uses ``NaN``/``Infinity``,
 or is not an object comes back as ``None`` (logged at debug level, by size only).
 """
@@ -31,6 +32,7 @@ def _reject_constant(name: str) -> object:
 # new codec per message, which the hot path cannot afford.
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_ASCII_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def encode_message(message: dict[str, Any]) -> bytes:
@@ -41,7 +43,12 @@ def encode_message(message: dict[str, Any]) -> bytes:
         ValueError: a float is ``NaN``/``Infinity``, or the structure is circular.
         RecursionError: the structure is nested too deeply.
     """
-    return (_ENCODER.encode(message) + "\n").encode("utf-8")
+    try:
+        return (_ENCODER.encode(message) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (half a pair a JavaScript peer split, or an id echoed back): ASCII escapes keep the line
+        # valid and lossless (host._text.utf8_json, inlined: this is the writer's hot path).
+        return (_ASCII_ENCODER.encode(message) + "\n").encode("ascii")
 
 
 def parse_line(line: bytes | bytearray) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ import anyio
 import anyio.lowlevel
 
 from host._host import Host
+from host._text import ends_inside_a_pair, well_formed
 from host.cancel import CancelController
 from host.diagnostics import SubagentResult
 from host.mcp._connection import RequestContext
@@ -149,13 +150,18 @@ async def _pump(ctx: RequestContext, token: ProgressToken, progress: _Progress) 
         if not progress.pending and not progress.closed:
             await progress.wait_changed()
             continue
-        if progress.pending:
-            text = "".join(progress.pending)
-            progress.pending.clear()
+        text = "".join(progress.pending)
+        progress.pending.clear()
+        if ends_inside_a_pair(text) and not progress.closed:
+            text, held = text[:-1], text[-1]  # its low half may come next: never split a character between notices
+            progress.pending.append(held)
+        if text:
             progress.sent_chars += len(text)
+            message = well_formed(text)
             try:
                 await ctx.send(
-                    "notifications/progress", {"progressToken": token, "progress": progress.sent_chars, "message": text}
+                    "notifications/progress",
+                    {"progressToken": token, "progress": progress.sent_chars, "message": message},
                 )
             except Exception:  # containment boundary: a failed progress write never fails the call
                 logger.debug("subagent-host serve: a progress notification could not be sent", exc_info=True)

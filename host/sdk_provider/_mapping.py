@@ -18,6 +18,7 @@ from host._exceptions import (
     TransportClosedError,
 )
 from host._json import ContentBlock
+from host._text import joined_text
 from host.diagnostics import SdkCategory, sdk_failure_line
 from host.sdk_provider.client import turn_end_reason
 
@@ -126,7 +127,7 @@ class OutputFold:
         if self._message is not None:
             self._frozen = [dict(block) for block in self._message]
         else:
-            text = "".join(self._deltas)
+            text = joined_text(self._deltas)
             self._frozen = [{"type": "text", "text": text}] if text else []
 
     def output(self) -> list[ContentBlock]:

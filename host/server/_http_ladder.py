@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from host._text import json_bytes
 from host.jsonrpc import MAX_LINE_BYTES
 from host.mcp import (
     HEADER_MISMATCH,
@@ -33,6 +34,7 @@ __all__ = [
     "bounded_body",
     "error_response",
     "header_mismatch",
+    "json_response",
     "refusal",
     "unsupported_version",
 ]
@@ -43,6 +45,7 @@ VERSION_HEADER: Final = "mcp-protocol-version"
 METHOD_HEADER: Final = "mcp-method"
 NAME_HEADER: Final = "mcp-name"
 _ROUTING_HEADERS: Final = frozenset({VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode()})
+_JSON: Final = "application/json"
 _NAME_BEARING: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
@@ -61,7 +64,13 @@ def error_response(
     if data is not None:
         error["data"] = data
     body = {"jsonrpc": "2.0", "id": request_id, "error": error}
-    return JSONResponse(body, status_code=status, headers=dict(headers) if headers else None)
+    return json_response(body, status, headers)
+
+
+def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """``body`` as an ``application/json`` response (a lone surrogate, say in a client's request id, as its
+    ``\\uXXXX`` escape: Starlette's ``JSONResponse`` would raise)."""
+    return Response(json_bytes(body), status_code=status, headers=dict(headers) if headers else None, media_type=_JSON)
 
 
 def refusal(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:

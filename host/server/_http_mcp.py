@@ -32,9 +32,10 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from host._text import json_bytes
 from host.jsonrpc import RequestId
 from host.mcp import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -53,6 +54,7 @@ from host.server._http_ladder import (
     bounded_body,
     error_response,
     header_mismatch,
+    json_response,
     refusal,
     unsupported_version,
 )
@@ -66,7 +68,6 @@ _MAX_SESSIONS: Final = 1000
 """Handshake-era sessions kept at once; beyond it the least recently used one is dropped."""
 _HTTP_STATUS: Final = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
 """2026-07-28: the HTTP status of a JSON-RPC error code (unlisted: 200), as the SDK's table maps it."""
-_JSON: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 _MISSING_SESSION: Final = "Bad Request: Missing session ID"
 _UNKNOWN_SESSION: Final = "Session not found"
 _NOT_ACCEPTABLE_POST: Final = "Not Acceptable: Client must accept both application/json and text/event-stream"
@@ -96,7 +97,7 @@ class _Session:
 
 
 def _sse(message: dict[str, Any]) -> bytes:
-    return f"event: message\ndata: {_JSON.encode(message)}\n\n".encode()
+    return b"event: message\ndata: " + json_bytes(message) + b"\n\n"
 
 
 class McpEndpoint:
@@ -257,7 +258,7 @@ class McpEndpoint:
                 if modern:
                     return _modern_error(request_id, exc)
                 return error_response(request_id, exc.code, exc.message, 200, exc.data)
-            return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
+            return json_response({"jsonrpc": "2.0", "id": request_id, "result": result})
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
         scope = anyio.CancelScope()
         # A session's calls are keyed by request id (its notifications/cancelled names one); a stateless call by a

@@ -9,6 +9,7 @@ cwd: never environment values, task text or child output.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -18,6 +19,9 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from host._text import json_bytes
 
 __all__ = [
     "SESSION_ID_BYTES",
@@ -135,8 +139,12 @@ def write_session_file(state_dir: Path, record: SessionRecord) -> None:
 
 
 def session_file_bytes(record: SessionRecord) -> bytes:
-    """What the file of ``record`` holds (a snapshot: later changes to ``record`` do not reach it)."""
-    return record.model_dump_json().encode("utf-8")
+    """What the file of ``record`` holds (a snapshot: later changes to ``record`` do not reach it). A label or path
+    holding a lone surrogate is written as its ``\\uXXXX`` escape."""
+    try:
+        return record.model_dump_json().encode("utf-8")
+    except PydanticSerializationError:  # a lone surrogate: pydantic's encoder refuses it
+        return json_bytes(record.model_dump(mode="json"))
 
 
 def write_session_bytes(state_dir: Path, session_id: str, data: bytes) -> None:
@@ -181,8 +189,13 @@ def read_session_file(state_dir: Path, session_id: str) -> SessionRecord | None:
     try:
         record = SessionRecord.model_validate_json(data)
     except ValidationError:
-        logger.warning("subagent-host: session file %s is malformed; ignored", path)
-        return None
+        # pydantic's JSON reader refuses the escape of a lone surrogate (session_file_bytes writes one for a label
+        # or path that is not valid Unicode); the stdlib reader takes it.
+        try:
+            record = SessionRecord.model_validate(json.loads(data))
+        except (ValueError, RecursionError):  # ValidationError and JSONDecodeError are ValueErrors
+            logger.warning("subagent-host: session file %s is malformed; ignored", path)
+            return None
     return record if record.session_id == session_id else None
 
 

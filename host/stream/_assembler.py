@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from host._json import ContentBlock
+from host._text import joined_text
 from host.stream._chunks import BlockStart, ReasoningDelta, StreamChunk, TextDelta, ToolCallChunk
 
 __all__ = ["BlockAssembler"]
@@ -110,5 +111,5 @@ class BlockAssembler:
             if isinstance(text, str) and text.strip():
                 return copy.deepcopy(block.closed)
             return None
-        text = "".join(block.parts)
+        text = joined_text(block.parts)
         return {"type": block.type, "text": text} if text.strip() else None

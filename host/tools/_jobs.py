@@ -26,6 +26,7 @@ from anyio.abc import TaskGroup
 
 from host._exceptions import JobNotFoundError, SubagentHostError, describe_error
 from host._json import format_ms
+from host._text import utf8_size
 from host.cancel import CancelController, CancelSignal, deadline, timeout_of
 from host.config import DEFAULT_MAX_FINISHED_JOB_OUTPUT_BYTES, DEFAULT_MAX_FINISHED_JOBS
 from host.diagnostics import JOB_KILL_REASON, JobOutcome, settle_job_start, status_line
@@ -350,7 +351,8 @@ class JobRunner:
     def _retain_finished(self, job: _Job) -> None:
         outcome = job.outcome
         assert outcome is not None
-        size = len((outcome.output or "").encode()) + len((outcome.detail or "").encode())
+        # utf8_size: a child's lone surrogate must count, not raise (an exception here would end the host's group).
+        size = utf8_size(outcome.output or "") + utf8_size(outcome.detail or "")
         self._finished[job.id] = size
         self._finished_bytes += size
         while self._finished and (

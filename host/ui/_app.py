@@ -22,10 +22,11 @@ import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from host._text import json_bytes
 from host.records import TranscriptTail
 from host.ui._batches import ResultsCache, find_batches, load_batch
 from host.ui._index import RunFilter, RunIndex, RunRow
@@ -165,7 +166,8 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
         return {"schema": 1, "total": total, "runs": [row.as_json() for row in rows]}
 
     async def api_runs(request: Request) -> Response:
-        return JSONResponse(await anyio.to_thread.run_sync(runs_json, filters_of(request)))
+        body = json_bytes(await anyio.to_thread.run_sync(runs_json, filters_of(request)))
+        return Response(body, media_type="application/json")  # a child's lone surrogate as its \\uXXXX escape
 
     def run_view(run_id: str) -> str | None:
         path = transcript_path(state_dir, run_id)

@@ -1,7 +1,8 @@
 """HTML building blocks for the dashboard: escaping, the page frame, links and the SVG charts.
 
 Every string that reaches a page goes through ``text`` (HTML-escaped, quotes included, and control characters,
-line separators and bidi overrides shown as visible ``\\xNN`` escapes, as on a terminal), so a child's ``<script>``,
+line separators, bidi overrides and lone surrogates shown as visible ``\\xNN`` / ``\\uNNNN`` escapes, as on a
+terminal), so a child's ``<script>``,
 ``onerror=`` or ``javascript:`` is shown as text and never parsed. Links are built only from host facts (run ids
 from the directory listing, batch names from the state directory, query values URL-encoded). The page loads one
 script and one stylesheet from ``/static/``; no inline script or style exists, so the CSP can forbid both.
@@ -17,7 +18,7 @@ from urllib.parse import quote, urlencode
 
 __all__ = ["bar_chart", "histogram_chart", "href", "page", "text"]
 
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAV: Final = (("/", "Runs"), ("/sessions", "Sessions"), ("/batches", "Batches"))
 
 
