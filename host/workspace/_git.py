@@ -2,8 +2,9 @@
 ``RepoLocks`` (one lock per repository, in-process and across processes).
 
 Every command runs with hooks off, no terminal prompt, the C locale, a fixed host identity for the commits the host
-makes, and none of the ``GIT_*`` variables that would point it at another repository or index. Raw git text never
-leaves this module except on ``__cause__`` of a ``WorkspaceError``.
+makes, and none of the ``GIT_*`` variables that would point it at another repository or index, in its own process
+group; one cut off (its bound, a cancel) gets SIGTERM before SIGKILL, so git removes its lock files. Raw git text
+never leaves this module except on ``__cause__`` of a ``WorkspaceError``.
 """
 
 from __future__ import annotations
