@@ -24,7 +24,7 @@ from tests.workspace._helpers import git, make_repo, our_branches, worktree_path
 pytestmark = pytest.mark.anyio
 
 _TIMEOUT_S = 60
-_CUT_OFF_S = 2.0
+_CUT_OFF_S = 4.0  # the salvage reaches its add -A well within it, even on a loaded machine
 _GONE_WITHIN_S = 5.0
 
 
