@@ -35,6 +35,10 @@ def _gone(pid: int) -> bool:
         return True
 
 
+async def _keep_no_file(_: SessionRecord) -> None:
+    """The removal writes no session file here (the worktree is not held: nothing to record)."""
+
+
 def _assert_no_lock_and_no_filter(admin: Path, pid_file: Path) -> None:
     assert pid_file.read_text()  # the salvage's add -A was running the filter, holding the index lock
     assert not (admin / "index.lock").exists()
@@ -66,7 +70,7 @@ async def test_a_removal_cut_off_by_its_bound_leaves_no_lock_and_the_next_one_co
 
     async def close_once() -> None:
         async with anyio.create_task_group() as group:
-            removals = SessionWorktrees(workspaces, group, persist=lambda _: None)
+            removals = SessionWorktrees(workspaces, group, persist=_keep_no_file)
             removals.close_soon(record)  # not held here: a dead host's leftover, salvaged, then removed
             await removals.aclose()
 
