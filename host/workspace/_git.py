@@ -2,8 +2,9 @@
 ``RepoLocks`` (one lock per repository, in-process and across processes).
 
 Every command runs with hooks off, no terminal prompt, the C locale, a fixed host identity for the commits the host
-makes, and none of the ``GIT_*`` variables that would point it at another repository or index. Raw git text never
-leaves this module except on ``__cause__`` of a ``WorkspaceError``.
+makes, and none of the ``GIT_*`` variables that would point it at another repository or index, in its own process
+group; one cut off (its bound, a cancel) gets SIGTERM before SIGKILL, so git removes its lock files. Raw git text
+never leaves this module except on ``__cause__`` of a ``WorkspaceError``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import fcntl
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -22,18 +24,20 @@ from pathlib import Path
 from typing import Final, Literal
 
 import anyio
-from anyio.abc import ByteReceiveStream
+from anyio.abc import ByteReceiveStream, Process
 
 from host._exceptions import WorkspaceError
 
 __all__ = [
     "GIT_TIMEOUT_S",
     "MIN_GIT_VERSION",
+    "TERM_GRACE_S",
     "GitCommandError",
     "GitResult",
     "RepoLocks",
     "WorkspaceErrorKind",
     "check_git_version",
+    "commit_idents",
     "commit_object",
     "git",
 ]
@@ -66,6 +70,9 @@ _STDERR_CAP_BYTES: Final = 64 * 1024
 """How much of a command's stderr is kept (for the raw cause)."""
 REPO_LOCK_TIMEOUT_S: Final = 120.0
 """Bounds the wait for another host's hold on the same repository's lock."""
+TERM_GRACE_S: Final = 1.0
+"""How long a cancelled or timed-out git command's process group has between SIGTERM and SIGKILL: git removes its
+lock files (``index.lock``, a ref's ``.lock``) on SIGTERM, never on SIGKILL."""
 _KILL_REAP_S: Final = 5.0
 """Bounds the reap of a killed git process."""
 
@@ -112,15 +119,42 @@ _FIXED_ENV: Final = {
 }
 _IDENTITY: Final = "subagent-host <subagent-host@localhost>"
 """The author and committer of every commit the host makes (as ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` say)."""
+_DATE_VARIABLES: Final = ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")
+"""Set in the host's environment, they date the host's commits as they date ``git commit-tree``'s."""
 _VERSION: Final = re.compile(rb"git version (\d+)\.(\d+)")
 
 
-def commit_object(tree: str, parent: str | None, message: str) -> bytes:
-    """The text of a commit of ``tree`` on ``parent`` (none: a root commit) by the host's identity, now, for
-    ``hash-object -t commit`` (what ``commit-tree`` would write)."""
-    stamp = f"{_IDENTITY} {int(time.time())} +0000"
+def _local_stamp(now: float) -> str:
+    """The host's identity at ``now`` in the local time zone of that moment, as git stamps it (``+0530``)."""
+    offset = time.localtime(now).tm_gmtoff // 60
+    sign = "-" if offset < 0 else "+"
+    return f"{_IDENTITY} {int(now)} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+
+
+async def commit_idents(cwd: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """The author and committer lines git would stamp a commit with when the host's environment sets
+    ``GIT_AUTHOR_DATE`` or ``GIT_COMMITTER_DATE`` (``git var``: git parses the date, the identity stays the
+    host's); ``None`` when neither is set (``commit_object`` then stamps the host's identity, now).
+
+    Raises:
+        WorkspaceError: git failed (an unparsable date: ``git-failed``) or timed out.
+    """
+    if not any(os.environ.get(name) for name in _DATE_VARIABLES):
+        return None
+    author, committer = [
+        (await git(["var", name], cwd=cwd)).stdout.decode("utf-8", "replace").strip()
+        for name in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
+    ]
+    return author, committer
+
+
+def commit_object(tree: str, parent: str | None, message: str, idents: tuple[str, str] | None = None) -> bytes:
+    """The text of a commit of ``tree`` on ``parent`` (none: a root commit) for ``hash-object -t commit`` (what
+    ``commit-tree`` would write): by ``idents`` (author, committer: ``commit_idents``), else by the host's
+    identity, now, in the local time zone."""
+    author, committer = idents if idents is not None else (_local_stamp(time.time()),) * 2
     parents = f"parent {parent}\n" if parent is not None else ""
-    return f"tree {tree}\n{parents}author {stamp}\ncommitter {stamp}\n\n{message}\n".encode()
+    return f"tree {tree}\n{parents}author {author}\ncommitter {committer}\n\n{message}\n".encode()
 
 
 class GitCommandError(Exception):
@@ -166,11 +200,29 @@ async def _read_capped(stream: ByteReceiveStream | None, cap: int, sink: list[by
             size = len(joined)
 
 
-async def _feed(stream: ByteReceiveStream | None, sink: Callable[[bytes], None]) -> None:
+async def _feed(stream: ByteReceiveStream | None, sink: Callable[[bytes], Awaitable[None]]) -> None:
     if stream is None:
         return
     async for chunk in stream:
-        sink(chunk)
+        await sink(chunk)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    # The group outlives its leader while a member lives, and its id is not reused meanwhile.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _end_process_group(process: Process) -> None:
+    """SIGTERM git's process group (git, and the hooks, filters and helpers it started), SIGKILL it after
+    ``TERM_GRACE_S`` (or at once when git is gone: what it left), and reap git within ``_KILL_REAP_S``. The caller
+    shields it; every wait here is bounded."""
+    _signal_group(process.pid, signal.SIGTERM)
+    with anyio.move_on_after(TERM_GRACE_S):
+        await process.wait()
+    _signal_group(process.pid, signal.SIGKILL)
+    with anyio.move_on_after(_KILL_REAP_S):
+        await process.wait()
 
 
 async def git(
@@ -179,7 +231,7 @@ async def git(
     cwd: str | os.PathLike[str],
     index_file: str | None = None,
     stdin: bytes | Callable[[], Awaitable[bytes]] | None = None,
-    on_stdout: Callable[[bytes], None] | None = None,
+    on_stdout: Callable[[bytes], Awaitable[None]] | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
     timeout_s: float = GIT_TIMEOUT_S,
@@ -193,10 +245,14 @@ async def git(
         stdin: bytes written to the command's stdin (``None``: no stdin), or an async callable giving them: the
             command is spawned at once and waits for its input (a step whose input is still being computed);
             ``timeout_s`` then counts from the input.
-        on_stdout: hand each chunk of stdout to this callable as it arrives instead of returning it (it bounds what
-            it keeps; an exception it raises ends the command and propagates).
+        on_stdout: hand each chunk of stdout to this coroutine function as it arrives instead of returning it (it
+            bounds what it keeps; git waits on its pipe while it runs; an exception it raises ends the command and
+            propagates).
         env: extra variables.
         check: raise on a non-zero exit.
+        timeout_s: the bound. A cancelled or timed-out command's process group gets SIGTERM (git removes its lock
+            files), then SIGKILL ``TERM_GRACE_S`` later; the caller's cancel waits for that, at most
+            ``TERM_GRACE_S + 5`` s.
 
     Raises:
         WorkspaceError: git is missing (``git-missing``), timed out (``git-timeout``), failed with ``check``
@@ -236,12 +292,9 @@ async def git(
     except TimeoutError as raw:
         raise WorkspaceError(_GIT_TIMEOUT.format(command=command, seconds=timeout_s), "git-timeout") from raw
     finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            with anyio.move_on_after(_KILL_REAP_S, shield=True):
-                await process.wait()
         with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                await _end_process_group(process)
             await process.aclose()
     result = GitResult(returncode, b"".join(out), b"".join(err))
     if check and returncode != 0:

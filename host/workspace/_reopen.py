@@ -15,7 +15,14 @@ import anyio
 
 from host._exceptions import WorkspaceError
 from host.workspace._git import RepoLocks, git
-from host.workspace._worktree import Workspace, copy_included, lock_reason, remove_worktree
+from host.workspace._worktree import (
+    Workspace,
+    copy_included,
+    hold_path,
+    let_go_path,
+    lock_reason,
+    remove_worktree,
+)
 
 __all__ = ["WORKTREE_IN_USE", "WORKTREE_LOST", "reopen_worktree", "retire_branch"]
 
@@ -53,6 +60,7 @@ async def reopen_worktree(saved: Workspace, locks: RepoLocks) -> Workspace:
     reason = lock_reason(saved.baseline)
     added = False
     try:
+        hold_path(saved.path)
         async with locks.hold(repo.common_dir):
             await git(["worktree", "prune"], cwd=repo.common_dir, check=False)
             if await _exists(f"refs/heads/{saved.branch}^{{commit}}", repo.common_dir):
@@ -71,6 +79,8 @@ async def reopen_worktree(saved: Workspace, locks: RepoLocks) -> Workspace:
         if added:
             with anyio.CancelScope(shield=True):
                 await remove_worktree(workspace, locks, keep_branch=True)  # the branch is the session's work
+        else:
+            let_go_path(saved.path)
         raise
     return workspace
 

@@ -4,9 +4,10 @@ After the child's turn, ``add -A`` stages the worktree as it is in the worktree'
 side by side, both reading that index: ``write-tree`` → ``hash-object -t commit`` → ``update-ref --stdin`` (the
 commit on the run's branch: plumbing, not ``git commit``, which refreshes the whole index again), and one
 ``diff-index --cached`` that prints the raw records, the numstat records and the binary patch in a single pass
-(parsed once; the patch streamed to ``<run_id>.patch``). The index holds exactly the tree ``write-tree`` writes, so
-the diff need not wait for it. HEAD is read, and ``hash-object`` and ``update-ref`` are spawned (waiting for their
-input), while ``add -A`` runs, so no process start lies on the path after ``write-tree`` (``bench/worktree.py``).
+(parsed once; the patch streamed to ``<run_id>.patch``, its disk writes off the event loop). The index holds exactly
+the tree ``write-tree`` writes, so the diff need not wait for it. HEAD is read, and ``hash-object`` and
+``update-ref`` are spawned (waiting for their input), while ``add -A`` runs, so no process start lies on the path
+after ``write-tree`` (``bench/worktree.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import anyio
 
 from host._exceptions import WorkspaceError
 from host.workspace._changes import Changes, parse_changes
-from host.workspace._git import RepoLocks, commit_object, git
+from host.workspace._git import RepoLocks, commit_idents, commit_object, git
 from host.workspace._store import open_patch_file, remove_run_files, write_changes_file
 from host.workspace._worktree import Workspace
 
@@ -35,29 +36,39 @@ _RECORDS_CAP_BYTES: Final = 64 * 1024 * 1024
 """Bounds the raw + numstat records kept in memory (a few hundred bytes per changed file)."""
 _RECORDS_TOO_LARGE: Final = "the turn changed more files than the host records"
 _PATCH_WRITE_FAILED: Final = "the turn's patch could not be written"
+_PATCH_BATCH_BYTES: Final = 1024 * 1024
+"""How much of the patch is gathered before one write of it in a worker thread (and bounds what is held)."""
+_INLINE_PATCH_BYTES: Final = 256 * 1024
+"""A whole patch up to this size is written from the event loop, in one write at the end (no thread hop)."""
 
 
 class _DeltaSink:
     """Splits one ``_DIFF`` output as it arrives: the records before the first empty field are kept (bounded), the
-    patch after it goes to ``<run_id>.patch``, created only when there is one. It never raises (it runs in git's
-    reader task); a failure is kept on ``error`` and the rest of the output is dropped."""
+    patch after it goes to ``<run_id>.patch``, created only when there is one. The patch's disk writes stay off the
+    event loop: its chunks are gathered and each ``_PATCH_BATCH_BYTES`` handed to a worker thread in one write (git
+    waits on its pipe meanwhile, so memory stays bounded); a patch whose whole fits in ``_INLINE_PATCH_BYTES`` is
+    written inline by ``finish`` (one small write to the page cache costs less than the thread hop). It never
+    raises while git runs (it runs in git's reader task); a failure is kept on ``error`` and the rest of the output
+    is dropped."""
 
     def __init__(self, runs_dir: Path, run_id: str) -> None:
         self._runs_dir = runs_dir
         self._run_id = run_id
         self.records = bytearray()
         self.error: WorkspaceError | None = None
+        self._in_patch = False
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._fd: int | None = None
         self.opened = False
         """Whether ``<run_id>.patch`` was created (or truncated) for this output."""
 
-    def __call__(self, chunk: bytes) -> None:
+    async def __call__(self, chunk: bytes) -> None:
         if self.error is not None:
             return
-        try:
-            if self._fd is not None:
-                _write_all(self._fd, chunk)
-                return
+        if self._in_patch:
+            self._gather(chunk)
+        else:
             start = max(0, len(self.records) - 1)
             self.records += chunk
             end = self.records.find(b"\0\0", start)
@@ -65,15 +76,45 @@ class _DeltaSink:
                 if len(self.records) > _RECORDS_CAP_BYTES:
                     self.error = WorkspaceError(_RECORDS_TOO_LARGE, "git-failed")
                 return
-            patch = bytes(self.records[end + 2 :])
+            self._in_patch = True
+            self._gather(bytes(self.records[end + 2 :]))
             del self.records[end + 1 :]
-            self._fd = open_patch_file(self._runs_dir, self._run_id)
-            self.opened = True
-            _write_all(self._fd, patch)
+        if self._pending_bytes >= _PATCH_BATCH_BYTES:
+            await self._write_pending(in_thread=True)
+
+    def _gather(self, chunk: bytes) -> None:
+        if chunk:
+            self._pending.append(chunk)
+            self._pending_bytes += len(chunk)
+
+    async def _write_pending(self, *, in_thread: bool) -> None:
+        batch = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        try:
+            if self._fd is None:
+                self._fd = open_patch_file(self._runs_dir, self._run_id)
+                self.opened = True
+            if in_thread:
+                await anyio.to_thread.run_sync(_write_all, self._fd, batch)
+            else:
+                _write_all(self._fd, batch)
         except OSError as raw:
             error = WorkspaceError(_PATCH_WRITE_FAILED, "git-failed")
             error.__cause__ = raw
             self.error = error
+
+    async def finish(self) -> None:
+        """Write what is still gathered once git has printed everything (the patch file is created here when the
+        output had a patch and none was written yet).
+
+        Raises:
+            WorkspaceError: a write failed (now or while git ran), or the records were over their bound.
+        """
+        if self.error is None and self._in_patch:
+            await self._write_pending(in_thread=self.opened or self._pending_bytes > _INLINE_PATCH_BYTES)
+        if self.error is not None:
+            raise self.error
 
     def close(self) -> None:
         """Close the patch file (if one was opened)."""
@@ -139,8 +180,6 @@ async def record_turn(workspace: Workspace, run_id: str, runs_dir: Path, locks: 
             lambda: _move_head(cwd, steps),
             lambda: _diff(cwd, workspace.baseline.tree, steps, sink),
         )
-        if sink.error is not None:
-            raise sink.error
         sink.close()
         await _keep_branch_at_head(workspace, locks)
     except BaseException:
@@ -210,8 +249,9 @@ async def _write_commit(cwd: str, steps: _Steps, message: str) -> None:
     """``hash-object -t commit``, spawned at once and given the commit's text when the tree is known."""
 
     async def text() -> bytes:
+        idents = await commit_idents(cwd)  # None unless a date is set; else git var runs beside add -A
         await steps.tree_known.wait()
-        return commit_object(steps.tree, steps.head_commit, message)
+        return commit_object(steps.tree, steps.head_commit, message, idents)
 
     with steps.skip_commit:
         written = await git(["hash-object", "-t", "commit", "-w", "--stdin"], cwd=cwd, stdin=text)
@@ -237,8 +277,8 @@ async def _move_head(cwd: str, steps: _Steps) -> None:
 async def _diff(cwd: str, base_tree: str, steps: _Steps, sink: _DeltaSink) -> None:
     await steps.staged.wait()
     await git([*_DIFF, base_tree], cwd=cwd, on_stdout=sink)
-    if sink.error is None:
-        steps.diffed.set()
+    await sink.finish()  # raises a write failure: the branch's update, waiting for diffed, is then cancelled
+    steps.diffed.set()
 
 
 async def _keep_branch_at_head(workspace: Workspace, locks: RepoLocks) -> None:

@@ -203,7 +203,7 @@ class Workspaces:
             reason = (admin / "locked").read_text()
         except (OSError, UnicodeDecodeError):
             return False
-        base = dead_lock_reason(reason)
+        base = dead_lock_reason(reason, path)
         if base is None:
             return False
         common = str(admin.parent.parent)

@@ -34,6 +34,8 @@ __all__ = [
     "copy_included",
     "create_worktree",
     "dead_lock_reason",
+    "hold_path",
+    "let_go_path",
     "lock_reason",
     "remove_worktree",
     "run_setup",
@@ -47,6 +49,20 @@ _OWNER: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _REASON: Final = re.compile(r"^subagent-host pid=(\d+) started=([0-9.]+) base=([0-9a-f]{40,64})$")
 _BAD_OWNER: Final = "workspace owner ids are 1-128 characters of [A-Za-z0-9_.-], not starting with . or -"
 _SETUP_SIGKILL_WAIT_S: Final = 5.0
+_held_paths: set[str] = set()
+"""The worktrees this process holds: made or checked out again, their removal not yet attempted. A lock reason naming
+this process is alive only for these: one whose removal failed or was cut off still names it, and is salvaged like a
+dead host's (else this host's next turn of that session would find it "in use" until the host ends)."""
+
+
+def hold_path(path: str | os.PathLike[str]) -> None:
+    """Mark ``path`` held by this process; call it before ``worktree add --lock`` writes a reason naming it."""
+    _held_paths.add(os.path.abspath(path))
+
+
+def let_go_path(path: str | os.PathLike[str]) -> None:
+    """This process no longer holds ``path`` (its removal was attempted, or it was never made)."""
+    _held_paths.discard(os.path.abspath(path))
 
 
 @dataclass(slots=True)
@@ -94,8 +110,9 @@ def lock_reason(baseline: Baseline) -> str:
     return f"subagent-host pid={os.getpid()} started={_own_start_time():.2f} base={baseline.commit}"
 
 
-def dead_lock_reason(reason: str) -> str | None:
-    """The baseline commit of a lock reason whose host process is gone, else ``None`` (alive, or not ours)."""
+def dead_lock_reason(reason: str, path: str | os.PathLike[str]) -> str | None:
+    """The baseline commit of the lock reason of the worktree at ``path`` when no live host holds it (its process
+    is gone, or it is this process, which no longer holds ``path``), else ``None`` (held, or not ours)."""
     match = _REASON.match(reason.strip())
     if match is None:
         return None
@@ -104,6 +121,8 @@ def dead_lock_reason(reason: str) -> str | None:
         alive = abs(psutil.Process(pid).create_time() - started) < 0.02
     except psutil.Error:
         alive = False
+    if alive and pid == os.getpid():
+        alive = os.path.abspath(path) in _held_paths
     return None if alive else base
 
 
@@ -114,6 +133,7 @@ async def create_worktree(repo: Repository, baseline: Baseline, owner: str, path
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     workspace = Workspace(owner=owner, repo=repo, path=str(path), branch=branch, baseline=baseline)
     try:
+        hold_path(path)
         async with locks.hold(repo.common_dir):
             await git(
                 [
@@ -219,11 +239,15 @@ async def run_setup(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], ti
 
 async def remove_worktree(workspace: Workspace, locks: RepoLocks, *, keep_branch: bool) -> None:
     """Remove the worktree (``worktree remove --force --force``, the directory itself if git left it, ``worktree
-    prune``) and, unless ``keep_branch``, its branch. Bounded by git's bound; never raises for a missing piece."""
+    prune``) and, unless ``keep_branch``, its branch. Bounded by git's bound; never raises for a missing piece. This
+    process no longer holds the path afterwards, removed or not (a leftover is salvaged as a dead host's)."""
     common = workspace.repo.common_dir
-    async with locks.hold(common):
-        await git(["worktree", "remove", "--force", "--force", workspace.path], cwd=common, check=False)
-        await anyio.to_thread.run_sync(_remove_tree, workspace.path)
-        await git(["worktree", "prune"], cwd=common, check=False)
-        if not keep_branch:
-            await git(["branch", "-D", workspace.branch], cwd=common, check=False)
+    try:
+        async with locks.hold(common):
+            await git(["worktree", "remove", "--force", "--force", workspace.path], cwd=common, check=False)
+            await anyio.to_thread.run_sync(_remove_tree, workspace.path)
+            await git(["worktree", "prune"], cwd=common, check=False)
+            if not keep_branch:
+                await git(["branch", "-D", workspace.branch], cwd=common, check=False)
+    finally:
+        let_go_path(workspace.path)  # left behind, it is salvageable from now on
