@@ -76,8 +76,10 @@ async def test_sessions_close_leaves_a_worktree_a_running_serve_holds(tmp_path: 
             assert first.structured_content is not None
             session_id = first.structured_content["session_id"]
             worktree = state / "worktrees" / session_id
+            assert worktree_paths(repo) == [str(repo), str(worktree)]  # its warm child works there
             closed = await host_cli("sessions", "close", session_id, "--state-dir", str(state), cwd=tmp_path)
-            assert worktree_paths(repo) == [str(repo), str(worktree)]  # its warm child still works there
+            # No check of the worktree here: the serve honours the close within about a second (its reaper reads
+            # the file), so on a loaded machine it may already have removed it; the CLI's message says it did not.
     assert closed.returncode == 0, closed.stderr
     assert closed.stderr.decode() == (
         f"subagent-host: the worktree of session {session_id} is in use by a running host, which removes it when it "
