@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
 
 from tests._provider_helpers import wait_until_gone
 from tests.cli._helpers import CONSOLE_SCRIPT, acp_entry, cli_env, write_config
@@ -125,11 +126,14 @@ async def host_cli(*args: str, cwd: Path, env: Mapping[str, str] | None = None) 
         )
 
 
-async def wait_until_removed(path: Path) -> None:
-    """Poll until ``path`` is gone (a session's worktree is removed in the host's task group; callers bound this
-    with ``fail_after``)."""
+async def wait_until_removed(path: Path, repo: Path) -> None:
+    """Poll until the worktree ``path`` is gone and ``repo`` no longer lists it (a session's worktree is removed in
+    the host's task group, and ``git worktree remove`` deletes the directory before its admin entry, so the
+    directory alone can be gone while git still lists it; callers bound this with ``fail_after``)."""
     while True:
-        if not await anyio.Path(path).exists():
+        if not await anyio.Path(path).exists() and str(path) not in await anyio.to_thread.run_sync(
+            worktree_paths, repo
+        ):
             return
         await anyio.sleep(0.02)
 

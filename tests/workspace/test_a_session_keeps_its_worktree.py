@@ -95,7 +95,7 @@ async def test_a_warm_session_works_in_one_worktree_and_close_removes_it(tmp_pat
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
             result = await host.execute("session_close", {"session_id": session_id}, signal=CancelController().signal)
             assert isinstance(result, ToolSuccess)
-            await wait_until_removed(worktree)  # removed in the host's task group
+            await wait_until_removed(worktree, repo)  # removed in the host's task group
             assert worktree_paths(repo) == [str(repo)]
     assert _cwds(first) == (str(worktree), str(worktree))
     assert _cwds(second) == (str(worktree), str(worktree))
@@ -125,7 +125,7 @@ async def test_a_cold_session_in_a_new_host_recreates_its_worktree_from_the_bran
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
             # Cold (idle 0: the child went down after the turn): the worktree goes, the branch holds the turn.
-            await wait_until_removed(worktree)
+            await wait_until_removed(worktree, repo)
             assert worktree_paths(repo) == [str(repo)]
             assert git(repo, "show", f"subagent-host/{session_id}:notes.txt") == "turn one\n"
             second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
@@ -149,7 +149,7 @@ async def test_an_idle_session_goes_cold_and_its_next_turn_recreates_the_worktre
             first = _value(await _call(host, {"task": _append("notes.txt", "turn one\n")}))
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
-            await wait_until_removed(worktree)  # the reaper took the idle session cold, and its worktree went
+            await wait_until_removed(worktree, repo)  # the reaper took the idle session cold, and its worktree went
             second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
     assert _cwds(second) == (str(worktree), str(worktree))
@@ -165,7 +165,7 @@ async def test_an_evicted_session_loses_its_worktree_until_its_next_turn(tmp_pat
             one = _value(await _call(host, {"task": _append("one.txt", "first\n")}))
             first_worktree = state / "worktrees" / one["session_id"]
             two = _value(await _call(host, {"task": _append("two.txt", "second\n")}))
-            await wait_until_removed(first_worktree)  # the bound took the first session cold: its worktree went
+            await wait_until_removed(first_worktree, repo)  # the bound took the first session cold: its worktree went
             second_worktree = state / "worktrees" / two["session_id"]
             assert worktree_paths(repo) == [str(repo), str(second_worktree)]
             again = _value(await _call(host, {"task": _append("one.txt", "again\n"), "session_id": one["session_id"]}))

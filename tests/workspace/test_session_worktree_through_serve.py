@@ -51,7 +51,7 @@ async def test_the_official_client_continues_a_worktree_session(tmp_path: Path) 
             assert second.structured_content is not None
             applied = await session.call_tool("changes_apply", {"run_id": second.structured_content["run_id"]})
             closed = await session.call_tool("session_close", {"session_id": session_id})
-            await wait_until_removed(worktree)
+            await wait_until_removed(worktree, repo)
     assert _text(first).startswith(f"{worktree}\n{worktree}")
     assert _text(second).startswith(f"{worktree}\n{worktree}")
     changes = second.structured_content["changes"]
