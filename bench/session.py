@@ -37,12 +37,12 @@ from typing import Any, cast
 
 import acp
 import anyio
-from acp import schema as acp_schema
 from acp.interfaces import Client
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.vs_acp_sdk import SdkClient  # noqa: E402
 from host import CancelController, Host  # noqa: E402
 from host.acp_provider._connection import AcpConnection  # noqa: E402
 from host.acp_provider._spec import spawn_capturing_stderr  # noqa: E402
@@ -121,22 +121,6 @@ class _AsyncFloor(_Floor):
                 return
 
 
-class _SdkClient:
-    """The least an ACP SDK client does: fold message text, refuse permissions."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        if isinstance(update, acp_schema.AgentMessageChunk):
-            content = update.content
-            if isinstance(content, acp_schema.TextContentBlock):
-                self.texts.append(content.text)
-
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        return acp_schema.RequestPermissionResponse(outcome=acp_schema.DeniedOutcome(outcome="cancelled"))
-
-
 def _entry(state: str, **extra: Any) -> dict[str, Any]:
     env = {"MOCK_SESSION_RESUME": "1", "MOCK_SESSION_DIR": state}
     return {"kind": "acp", "command": sys.executable, "args": [AGENT], "cwd": str(REPO), "env": env, **extra}
@@ -172,7 +156,7 @@ async def main() -> None:
             # The SDK types its client as a Protocol of every method; it answers "method not found" for the rest.
             sdk, _process = await stack.enter_async_context(
                 acp.spawn_agent_process(
-                    cast(Client, _SdkClient()), sys.executable, AGENT, cwd=str(REPO), env={**os.environ, **agent_env}
+                    cast(Client, SdkClient()), sys.executable, AGENT, cwd=str(REPO), env={**os.environ, **agent_env}
                 )
             )
             await sdk.initialize(protocol_version=acp.PROTOCOL_VERSION)
