@@ -6,7 +6,7 @@ as two lone surrogates. Text the host hands on as a result (a run's output, its 
 progress) is made well-formed (:func:`well_formed`): each such pair becomes the character it encodes, and a
 surrogate with no partner becomes U+FFFD, as a browser does, so that every strict JSON reader (serde, pydantic)
 accepts it. The record keeps every chunk as it came. Any encoder that may still meet a lone surrogate (a request
-id or a label echoed back) writes it as a JSON ``\\uXXXX`` escape (:func:`utf8_json`), which is lossless.
+id or a label echoed back) writes it as a JSON ``\\uXXXX`` escape (:func:`encode_json`), which is lossless.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-__all__ = ["ends_inside_a_pair", "joined_text", "json_bytes", "utf8_json", "utf8_size", "well_formed"]
+__all__ = ["encode_json", "ends_inside_a_pair", "joined_text", "utf8_size", "well_formed"]
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _ASCII_JSON: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
@@ -41,28 +41,20 @@ def ends_inside_a_pair(text: str) -> bool:
     return bool(text) and "\ud800" <= text[-1] <= "\udbff"
 
 
-def utf8_json(text: str, value: Any) -> bytes:
-    """``text`` (the compact JSON of ``value``) as UTF-8, or, when it holds a lone surrogate, ``value`` re-encoded
-    with ASCII escapes (lossless, valid JSON).
+def utf8_size(text: str) -> int:
+    """The bytes ``text`` takes as UTF-8, a lone surrogate counted as the 3 bytes it encodes to."""
+    # ASCII (most deltas: the output bound counts every one) is one byte per character: no encoded copy needed.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def encode_json(value: Any) -> bytes:
+    """The compact JSON of ``value`` as UTF-8, or, when it holds a lone surrogate, with ASCII escapes (lossless,
+    valid JSON).
 
     Raises:
         TypeError | ValueError | RecursionError: as ``json.dumps(value, allow_nan=False)``.
     """
     try:
-        return text.encode("utf-8")
+        return _UTF8_JSON.encode(value).encode("utf-8")
     except UnicodeEncodeError:
         return _ASCII_JSON.encode(value).encode("ascii")
-
-
-def utf8_size(text: str) -> int:
-    """The bytes ``text`` takes as UTF-8, a lone surrogate counted as the 3 bytes it encodes to."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def json_bytes(value: Any) -> bytes:
-    """The compact JSON of ``value`` as UTF-8 (a lone surrogate as a ``\\uXXXX`` escape).
-
-    Raises:
-        TypeError | ValueError | RecursionError: as ``json.dumps(value, allow_nan=False)``.
-    """
-    return utf8_json(_UTF8_JSON.encode(value), value)

@@ -47,7 +47,7 @@ def encode_message(message: dict[str, Any]) -> bytes:
         return (_ENCODER.encode(message) + "\n").encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (half a pair a JavaScript peer split, or an id echoed back): ASCII escapes keep the line
-        # valid and lossless (host._text.utf8_json, inlined: this is the writer's hot path).
+        # valid and lossless (host._text.encode_json, inlined: this is the writer's hot path).
         return (_ASCII_ENCODER.encode(message) + "\n").encode("ascii")
 
 

@@ -16,6 +16,7 @@ from typing import Final, TypeVar
 
 import anyio
 
+from host._text import utf8_size
 from host.stream import BlockEnd, ReasoningDelta, StreamChunk, TextDelta
 
 __all__ = ["OutputBudget", "json_bytes"]
@@ -29,11 +30,6 @@ _TEXTUAL: Final = frozenset({"text", "reasoning"})
 def json_bytes(value: object) -> int:
     """The UTF-8 bytes of ``value``'s compact JSON (a lone surrogate counts as the 3 bytes it encodes to)."""
     return len(_ENCODER.encode(value).encode("utf-8", "surrogatepass"))
-
-
-def _utf8_bytes(text: str) -> int:
-    # ASCII (most deltas) is one byte per character: no encoded copy needed.
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class OutputBudget:
@@ -54,7 +50,7 @@ class OutputBudget:
         """The part of ``text`` within the bound and its UTF-8 bytes."""
         if self.exceeded:
             return "", 0
-        size = _utf8_bytes(text)
+        size = utf8_size(text)
         if size <= self._room:
             self._room -= size
             return text, size
@@ -74,7 +70,7 @@ class OutputBudget:
             return None
         if isinstance(chunk, (TextDelta, ReasoningDelta)):
             text = chunk.text
-            size = _utf8_bytes(text)
+            size = utf8_size(text)
             fits = size <= self._room
             if fits:  # the hot path: the whole delta, no cut to compute
                 self._room -= size
@@ -110,7 +106,7 @@ class OutputBudget:
         text = block.get("text")
         if block.get("type") in _TEXTUAL and isinstance(text, str):
             rest: Mapping[str, object] = {key: value for key, value in block.items() if key not in ("type", "text")}
-            size = _utf8_bytes(text) + (json_bytes(rest) if rest else 0)
+            size = utf8_size(text) + (json_bytes(rest) if rest else 0)
         else:
             size = json_bytes(block)
         return max(0, size - streamed)

@@ -14,7 +14,7 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import Response
 
-from host._text import json_bytes
+from host._text import encode_json
 from host.jsonrpc import MAX_LINE_BYTES
 from host.mcp import (
     HEADER_MISMATCH,
@@ -70,7 +70,7 @@ def error_response(
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     """``body`` as an ``application/json`` response (a lone surrogate, say in a client's request id, as its
     ``\\uXXXX`` escape: Starlette's ``JSONResponse`` would raise)."""
-    return Response(json_bytes(body), status_code=status, headers=dict(headers) if headers else None, media_type=_JSON)
+    return Response(encode_json(body), status_code=status, headers=dict(headers) if headers else None, media_type=_JSON)
 
 
 def refusal(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:

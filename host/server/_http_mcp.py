@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from host._text import json_bytes
+from host._text import encode_json
 from host.jsonrpc import RequestId
 from host.mcp import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -97,7 +97,7 @@ class _Session:
 
 
 def _sse(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + json_bytes(message) + b"\n\n"
+    return b"event: message\ndata: " + encode_json(message) + b"\n\n"
 
 
 class McpEndpoint:

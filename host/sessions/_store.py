@@ -21,7 +21,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from host._text import json_bytes
+from host._text import encode_json
 
 __all__ = [
     "SESSION_ID_BYTES",
@@ -144,7 +144,7 @@ def session_file_bytes(record: SessionRecord) -> bytes:
     try:
         return record.model_dump_json().encode("utf-8")
     except PydanticSerializationError:  # a lone surrogate: pydantic's encoder refuses it
-        return json_bytes(record.model_dump(mode="json"))
+        return encode_json(record.model_dump(mode="json"))
 
 
 def write_session_bytes(state_dir: Path, session_id: str, data: bytes) -> None:

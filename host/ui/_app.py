@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from host._text import json_bytes
+from host._text import encode_json
 from host.records import TranscriptTail
 from host.ui._batches import ResultsCache, find_batches, load_batch
 from host.ui._index import RunFilter, RunIndex, RunRow
@@ -166,7 +166,7 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
         return {"schema": 1, "total": total, "runs": [row.as_json() for row in rows]}
 
     async def api_runs(request: Request) -> Response:
-        body = json_bytes(await anyio.to_thread.run_sync(runs_json, filters_of(request)))
+        body = encode_json(await anyio.to_thread.run_sync(runs_json, filters_of(request)))
         return Response(body, media_type="application/json")  # a child's lone surrogate as its \\uXXXX escape
 
     def run_view(run_id: str) -> str | None:
