@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import math
 import os
 import re
 import signal
@@ -21,7 +22,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -39,6 +40,7 @@ __all__ = [
     "check_git_version",
     "commit_idents",
     "commit_object",
+    "first_leaf",
     "git",
 ]
 
@@ -117,7 +119,7 @@ _FIXED_ENV: Final = {
     "GIT_COMMITTER_NAME": "subagent-host",
     "GIT_COMMITTER_EMAIL": "subagent-host@localhost",
 }
-_IDENTITY: Final = "subagent-host <subagent-host@localhost>"
+_IDENTITY: Final = f"{_FIXED_ENV['GIT_AUTHOR_NAME']} <{_FIXED_ENV['GIT_AUTHOR_EMAIL']}>"
 """The author and committer of every commit the host makes (as ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` say)."""
 _DATE_VARIABLES: Final = ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")
 """Set in the host's environment, they date the host's commits as they date ``git commit-tree``'s."""
@@ -207,6 +209,17 @@ async def _feed(stream: ByteReceiveStream | None, sink: Callable[[bytes], Awaita
         await sink(chunk)
 
 
+def first_leaf(error: Exception) -> Exception:
+    """The first plain exception in ``error``, unwrapping task groups' exception groups (callers catch
+    ``WorkspaceError``)."""
+    while isinstance(error, ExceptionGroup):
+        leaves = cast("tuple[Exception, ...]", error.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        if not leaves:
+            break
+        error = leaves[0]
+    return cast(Exception, error)
+
+
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     # The group outlives its leader while a member lives, and its id is not reused meanwhile.
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -275,19 +288,25 @@ async def git(
     out: list[bytes] = []
     err: list[bytes] = []
     try:
-        with anyio.fail_after(timeout_s) as bound:
-            async with anyio.create_task_group() as group:
-                if on_stdout is not None:
-                    group.start_soon(_feed, process.stdout, on_stdout)
-                else:
-                    group.start_soon(_read_capped, process.stdout, _OUTPUT_CAP_BYTES, out, False)
-                group.start_soon(_read_capped, process.stderr, _STDERR_CAP_BYTES, err, True)
-                if stdin is not None and process.stdin is not None:
-                    if not isinstance(stdin, bytes):
-                        stdin = await stdin()
-                        bound.deadline = anyio.current_time() + timeout_s  # the bound counts from the input
-                    await process.stdin.send(stdin)
-                    await process.stdin.aclose()
+        # A step spawned ahead of its input waits for it unbounded here (the steps computing it are bounded
+        # themselves); its own bound counts from the input.
+        waits_for_input = stdin is not None and not isinstance(stdin, bytes)
+        with anyio.fail_after(math.inf if waits_for_input else timeout_s) as bound:
+            try:
+                async with anyio.create_task_group() as group:
+                    if on_stdout is not None:
+                        group.start_soon(_feed, process.stdout, on_stdout)
+                    else:
+                        group.start_soon(_read_capped, process.stdout, _OUTPUT_CAP_BYTES, out, False)
+                    group.start_soon(_read_capped, process.stderr, _STDERR_CAP_BYTES, err, True)
+                    if stdin is not None and process.stdin is not None:
+                        if not isinstance(stdin, bytes):
+                            stdin = await stdin()
+                            bound.deadline = anyio.current_time() + timeout_s
+                        await process.stdin.send(stdin)
+                        await process.stdin.aclose()
+            except ExceptionGroup as failed:  # a reader's or the input's failure, raised as itself
+                raise first_leaf(failed) from None
             returncode = await process.wait()
     except TimeoutError as raw:
         raise WorkspaceError(_GIT_TIMEOUT.format(command=command, seconds=timeout_s), "git-timeout") from raw

@@ -17,13 +17,13 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, cast
+from typing import Final
 
 import anyio
 
 from host._exceptions import WorkspaceError
 from host.workspace._changes import Changes, parse_changes
-from host.workspace._git import RepoLocks, commit_idents, commit_object, git
+from host.workspace._git import RepoLocks, commit_idents, commit_object, first_leaf, git
 from host.workspace._store import open_patch_file, remove_run_files, write_changes_file
 from host.workspace._worktree import Workspace
 
@@ -129,16 +129,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _first_leaf(error: Exception) -> Exception:
-    """The first plain exception in ``error`` (git()'s own reader tasks may wrap one in a group)."""
-    while isinstance(error, ExceptionGroup):
-        leaves = cast("tuple[Exception, ...]", error.exceptions)  # pyright: ignore[reportUnknownMemberType]
-        if not leaves:
-            break
-        error = leaves[0]
-    return cast(Exception, error)
-
-
 async def _side_by_side(*calls: Callable[[], Awaitable[object]]) -> None:
     """Await ``calls`` concurrently. The first failure cancels the others and is raised as itself (never wrapped in
     an exception group: callers catch ``WorkspaceError``)."""
@@ -149,7 +139,7 @@ async def _side_by_side(*calls: Callable[[], Awaitable[object]]) -> None:
             try:
                 await call()
             except Exception as error:  # a cancellation is not an Exception: it propagates
-                errors.append(_first_leaf(error))
+                errors.append(first_leaf(error))
                 group.cancel_scope.cancel()
 
         for call in calls:
