@@ -158,5 +158,7 @@ async def sigkill_host_once_ready(*args: str, ready: Path, cwd: Path) -> None:
             for agent in agents:  # the keeper ends the child of the dead host
                 await wait_until_gone(agent.pid)
     finally:
+        if process.returncode is None:  # not killed (the wait for ready ran out): never leave the host running
+            process.kill()
         with anyio.CancelScope(shield=True):
             await process.aclose()

@@ -5,16 +5,15 @@ here) goes with it. Real git, whose ``add`` runs a slow clean filter while it ho
 
 from __future__ import annotations
 
-import time
 from functools import partial
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
 
 from host._exceptions import WorkspaceError
 from host.workspace._git import git as host_git
+from tests._provider_helpers import wait_until_gone
 from tests.workspace._helpers import git, make_repo
 
 pytestmark = pytest.mark.anyio
@@ -42,20 +41,10 @@ async def _wait_for_filter(pid_file: Path) -> None:
         await anyio.sleep(0.01)
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def _assert_nothing_left(repo: Path, pid_file: Path) -> None:
+async def _assert_nothing_left(repo: Path, pid_file: Path) -> None:
     assert not (repo / ".git" / "index.lock").exists()
-    pid = int(pid_file.read_text())
-    deadline = time.monotonic() + _GONE_WITHIN_S
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _gone(pid), "the filter git started outlived the cut-off step"
+    with anyio.fail_after(_GONE_WITHIN_S):  # the filter git started must not outlive the cut-off step
+        await wait_until_gone(int(await anyio.Path(pid_file).read_text()))
     git(repo, "config", "--unset", "filter.slow.clean")
     git(repo, "add", "-A")  # the index is usable again
 
@@ -68,7 +57,7 @@ async def test_a_cancelled_git_step_holding_the_index_lock_leaves_no_lock_and_no
             await _wait_for_filter(pid_file)
             assert (repo / ".git" / "index.lock").exists()  # the filter runs while git holds the lock
             group.cancel_scope.cancel()
-    _assert_nothing_left(repo, pid_file)
+    await _assert_nothing_left(repo, pid_file)
 
 
 async def test_a_timed_out_git_step_holding_the_index_lock_leaves_no_lock_and_no_process(tmp_path: Path) -> None:
@@ -77,4 +66,4 @@ async def test_a_timed_out_git_step_holding_the_index_lock_leaves_no_lock_and_no
         await host_git(["add", "-A", "--", "."], cwd=repo, timeout_s=3.0)
     assert raised.value.kind == "git-timeout"
     assert pid_file.read_text()  # the filter had started: git held the lock when its bound ran out
-    _assert_nothing_left(repo, pid_file)
+    await _assert_nothing_left(repo, pid_file)

@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
 
 import host.sessions._worktrees as session_worktrees
 from host.sessions._store import SessionRecord
 from host.sessions._worktrees import SessionWorktrees, facts_of
 from host.workspace import Workspaces
+from tests._provider_helpers import wait_until_gone
 from tests.workspace._helpers import git, make_repo, our_branches, worktree_paths
 
 pytestmark = pytest.mark.anyio
@@ -28,25 +28,15 @@ _CUT_OFF_S = 4.0  # the salvage reaches its add -A well within it, even on a loa
 _GONE_WITHIN_S = 5.0
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 async def _keep_no_file(_: SessionRecord) -> None:
     """The removal writes no session file here (the worktree is not held: nothing to record)."""
 
 
-def _assert_no_lock_and_no_filter(admin: Path, pid_file: Path) -> None:
-    assert pid_file.read_text()  # the salvage's add -A was running the filter, holding the index lock
+async def _assert_no_lock_and_no_filter(admin: Path, pid_file: Path) -> None:
+    assert await anyio.Path(pid_file).read_text()  # the salvage's add -A was running the filter, holding the index lock
     assert not (admin / "index.lock").exists()
-    pid = int(pid_file.read_text())
-    deadline = time.monotonic() + _GONE_WITHIN_S
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _gone(pid), "the filter git started outlived the cut-off step"
+    with anyio.fail_after(_GONE_WITHIN_S):  # the filter git started must not outlive the cut-off step
+        await wait_until_gone(int(await anyio.Path(pid_file).read_text()))
 
 
 async def test_a_removal_cut_off_by_its_bound_leaves_no_lock_and_the_next_one_completes(
@@ -78,7 +68,7 @@ async def test_a_removal_cut_off_by_its_bound_leaves_no_lock_and_the_next_one_co
         started = time.monotonic()
         await close_once()
         assert time.monotonic() - started < _CUT_OFF_S + 5  # cut off by the bound (plus git's SIGTERM grace)
-    _assert_no_lock_and_no_filter(admin, pid_file)
+    await _assert_no_lock_and_no_filter(admin, pid_file)
     assert str(worktree) in worktree_paths(repo)  # still there, still locked for the next attempt
 
     git(repo, "config", "--unset", "filter.slow.clean")
