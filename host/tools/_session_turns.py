@@ -163,19 +163,13 @@ class SessionTurn:
             SessionForkError: the fork's handshake showed that the agent cannot fork (its run is recorded as the
                 failed start it was; no child is left).
         """
-        try:
-            lease = await self._table.begin_turn(
-                self.session,
-                signal=request.signal,
-                idle_ms=self._idle_ms,
-                fork_of=self._fork_of,
-                if_lost_new=self._if_lost_new,
-            )
-        except Exception:
-            # A free session is taken without a scheduling point: a refused call yields once, so a caller looping
-            # over refusals cannot starve the event loop.
-            await anyio.lowlevel.cancel_shielded_checkpoint()
-            raise
+        lease = await self._table.begin_turn(
+            self.session,
+            signal=request.signal,
+            idle_ms=self._idle_ms,
+            fork_of=self._fork_of,
+            if_lost_new=self._if_lost_new,
+        )
         self.lease = lease
         try:
             run = await provider.start(dataclasses.replace(request, lease=lease, workspace=self.workspace))
