@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from host._exceptions import SubagentHostError
@@ -299,9 +300,14 @@ class Host:
         self._calls[key] = controller
         fused, dispose = fuse(signal, controller.signal)
         try:
-            return await self._registry.execute(
+            result = await self._registry.execute(
                 ToolExecutionInput(call_id=call_id, name=name, arguments=arguments, signal=fused, agent=agent)
             )
+            if result.is_error:
+                # A refusal (invalid arguments, an unknown or closed session) is often made without a scheduling
+                # point: a caller looping over refused calls must not starve the event loop.
+                await anyio.lowlevel.cancel_shielded_checkpoint()
+            return result
         finally:
             dispose()
             del self._calls[key]

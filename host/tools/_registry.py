@@ -161,15 +161,9 @@ class ToolRegistry:
         """Run one call to its single result; cancel it through ``input.signal``.
 
         The awaits are shielded: an anyio cancellation of the calling task takes effect only after the call settled.
-        A failed call yields to the event loop once before it returns: a refusal (bad arguments, an unknown or
-        closed session) is often made without a scheduling point, and a caller looping over refused calls must not
-        starve the loop.
         """
         with anyio.CancelScope(shield=True):
-            result = await self._run(input)
-            if isinstance(result, ToolFailure):
-                await anyio.lowlevel.cancel_shielded_checkpoint()
-            return result
+            return await self._run(input)
         # Nothing cancels a shielded scope from outside, so it never swallows the return above.
         raise AssertionError("unreachable")
 

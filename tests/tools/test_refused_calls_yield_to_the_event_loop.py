@@ -1,7 +1,7 @@
 """A refused call still yields: a refusal is often made without a scheduling point (a free session is taken without
 one, arguments are checked and an unknown session looked up synchronously), so a caller that loops over refused
-calls must not starve the event loop (the reaper, the child readers, the teardown ladder run on it). The registry
-yields once for every failed call."""
+calls must not starve the event loop (the reaper, the child readers, the teardown ladder run on it).
+``Host.execute`` yields once after every failed call."""
 
 from __future__ import annotations
 
