@@ -4,7 +4,8 @@
 which is also the request's attempt observer (``run/start`` at the spawn, ``handshake``), and the returned run's
 ``dispose`` emits ``run/end``, writes the stderr tail and releases the transcript. A start that failed after the run
 announced itself is recorded the same way, with its diagnostic. ``run_flusher`` flushes coalesced deltas every
-``FLUSH_INTERVAL_S``. The stderr tail and exit facts come from whatever the run exposes (``ChildFacts``).
+``FLUSH_INTERVAL_S``. The stderr tail and exit facts come from whatever the run exposes
+(``host.run._child_facts.ChildFacts``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Final, Protocol, cast, runtime_checkable
+from typing import Final, Protocol
 
 import anyio
 
@@ -28,6 +29,7 @@ from host.records._recorder import RecordObserver, RunRecorder, RunStartFacts
 from host.records._store import count_transcripts, prune_runs
 from host.records._writer import TranscriptWriter
 from host.run._after_dispose import AfterDisposeRun
+from host.run._child_facts import child_facts_of, stdout_facts_of
 from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.run._spawned import also_observe_spawns
 from host.stream import ProviderKind, StreamFrame
@@ -36,11 +38,9 @@ __all__ = [
     "DROP_PRUNED_TIMEOUT_S",
     "FLUSH_INTERVAL_S",
     "KEEP_EVERY_RUN",
-    "ChildFacts",
     "ClosableProvider",
     "PrunedRunsHandler",
     "RunRecording",
-    "StdoutFacts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -59,41 +59,6 @@ own transcripts since the last count could have passed ``keep_runs``); other pro
 PrunedRunsHandler = Callable[[list[str]], Awaitable[None]]
 """Deletes what else a pruned run kept (a worktree run's branch, patch and changes file); awaited by the dispose
 of the run whose retention pruned them, and only when retention removed something."""
-
-
-@runtime_checkable
-class ChildFacts(Protocol):
-    """What a run may expose for its record: the child's exit facts and the tail of its stderr."""
-
-    def child_outcome(self) -> ProcessOutcome | None:
-        """The direct child's exit facts, once observed."""
-        ...
-
-    def child_stderr(self) -> bytes:
-        """The newest bytes of the child's stderr (host-only, never model-visible)."""
-        ...
-
-
-@runtime_checkable
-class StdoutFacts(Protocol):
-    """What a run may expose about its child's stdout beyond the protocol: the count of non-JSON lines."""
-
-    def child_non_json_lines(self) -> int:
-        """How many non-blank lines the child wrote to stdout that were not JSON-RPC messages."""
-        ...
-
-
-def _child_facts_of(run: object) -> ChildFacts | None:
-    """``run`` when it has ``ChildFacts``' methods (what ``isinstance(run, ChildFacts)`` tests, without the runtime
-    protocol check's cost on Python 3.11: ~20 us a check, several per run)."""
-    if callable(getattr(run, "child_outcome", None)) and callable(getattr(run, "child_stderr", None)):
-        return cast("ChildFacts", run)
-    return None
-
-
-def _stdout_facts_of(run: object) -> StdoutFacts | None:
-    """``run`` when it has ``StdoutFacts``' method (as ``_child_facts_of``)."""
-    return cast("StdoutFacts", run) if callable(getattr(run, "child_non_json_lines", None)) else None
 
 
 class ClosableProvider(Provider, Protocol):
@@ -170,12 +135,12 @@ class RunRecording:
         box: list[RunRecorder] = []
 
         def outcome_of() -> ProcessOutcome | None:
-            facts = _child_facts_of(box[0].run)
+            facts = child_facts_of(box[0].run)
             return facts.child_outcome() if facts is not None else None
 
         def non_json_lines() -> int | None:
             for run in (box[0].run, box[0].announced):
-                facts = _stdout_facts_of(run)
+                facts = stdout_facts_of(run)
                 if facts is not None:
                     return facts.child_non_json_lines()
             return None
@@ -215,7 +180,7 @@ class RunRecording:
         self._active.discard(recorder)
         recorder.finish()
         writer = recorder.writer
-        facts = _child_facts_of(recorder.run)
+        facts = child_facts_of(recorder.run)
         if writer is not None and facts is not None:
             try:
                 writer.write_stderr(facts.child_stderr())
@@ -297,7 +262,7 @@ class _RecordingProvider:
             raise
         if recorder.run is None:
             recorder.announce(run.id, run)  # a provider that does not announce its runs: its facts, at least
-        elif _child_facts_of(run) is not None:
+        elif child_facts_of(run) is not None:
             recorder.adopt(run)  # a wrapper's facts win (a worktree's setup output leads its stderr)
         recording = self._recording
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol
 
 import anyio
 
@@ -26,6 +26,7 @@ from host._exceptions import ConfigError, StartAbortedError, WorkspaceError
 from host.config import EntryConfig
 from host.diagnostics import AcpFailureFacts, SubagentResult, acp_diagnostic, sdk_failure_line
 from host.process import ProcessOutcome, build_child_env
+from host.run._child_facts import child_facts_of
 from host.run._contracts import Capabilities, Provider, SubagentRequest, SubagentRun
 from host.run._entry_provider import resolve_child_cwd
 from host.run._lease import WorktreeLease
@@ -62,15 +63,6 @@ async def reclaim_worktrees(workspaces: Workspaces) -> None:
 
 class _ClosableProvider(Provider, Protocol):
     async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class _ChildFacts(Protocol):
-    """What a run may expose for its record (as ``host.records.ChildFacts``)."""
-
-    def child_outcome(self) -> ProcessOutcome | None: ...
-
-    def child_stderr(self) -> bytes: ...
 
 
 def _setup_failed_diagnostic(kind: ProviderKind) -> str:
@@ -231,10 +223,12 @@ class _WorktreeRun:
         return self._changes
 
     def child_outcome(self) -> ProcessOutcome | None:
-        return self._inner.child_outcome() if isinstance(self._inner, _ChildFacts) else None
+        facts = child_facts_of(self._inner)
+        return facts.child_outcome() if facts is not None else None
 
     def child_stderr(self) -> bytes:
-        stderr = self._inner.child_stderr() if isinstance(self._inner, _ChildFacts) else b""
+        facts = child_facts_of(self._inner)
+        stderr = facts.child_stderr() if facts is not None else b""
         return self._workspace.setup_output + stderr
 
     async def result(self) -> SubagentResult:
