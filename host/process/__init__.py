@@ -18,12 +18,14 @@ from host.process._managed import ManagedProcess, spawn_managed
 from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
 from host.process._stderr import tail_bytes
+from host.process._tree import ProcessTree
 
 __all__ = [
     "GraceCap",
     "ManagedProcess",
     "ProcessHandle",
     "ProcessOutcome",
+    "ProcessTree",
     "SharedTeardown",
     "adopt_orphans",
     "bind_grace_cap",

@@ -9,7 +9,6 @@ never leaves this module except on ``__cause__`` of a ``WorkspaceError``.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import math
@@ -28,6 +27,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from host._exceptions import WorkspaceError
+from host.process import ProcessTree
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -220,20 +220,15 @@ def first_leaf(error: Exception) -> Exception:
     return cast(Exception, error)
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    # The group outlives its leader while a member lives, and its id is not reused meanwhile.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 async def _end_process_group(process: Process) -> None:
     """SIGTERM git's process group (git, and the hooks, filters and helpers it started), SIGKILL it after
     ``TERM_GRACE_S`` (or at once when git is gone: what it left), and reap git within ``_KILL_REAP_S``. The caller
     shields it; every wait here is bounded."""
-    _signal_group(process.pid, signal.SIGTERM)
+    group = ProcessTree(process.pid)  # the group outlives git while a member lives; its id is not reused meanwhile
+    group.send(signal.SIGTERM)
     with anyio.move_on_after(TERM_GRACE_S):
         await process.wait()
-    _signal_group(process.pid, signal.SIGKILL)
+    group.send(signal.SIGKILL)
     with anyio.move_on_after(_KILL_REAP_S):
         await process.wait()
 
