@@ -27,6 +27,7 @@ from host.acp_provider._spec import NO_SESSION_ID_MESSAGE, StartupFailure
 from host.acp_provider._wire import as_object, cancelled_answer, session_id_of
 from host.diagnostics import AcpFailureFacts, AcpStage
 from host.jsonrpc import Outstanding
+from host.process import read_proc_stat
 from host.run._lease import SessionLease
 
 __all__ = [
@@ -199,17 +200,8 @@ def _process_runs(pid: int) -> bool:
 
 def _shows_as_exited(pid: int) -> bool:
     """Whether ``/proc/<pid>/stat`` shows the process dead or a zombie (or no longer exists)."""
-    try:
-        # os.open and one os.read: the file is one short line, and a buffered file object costs several syscalls
-        # and a Python I/O stack per warm turn.
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            line = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-    except OSError:
-        return True
-    return line.rpartition(b")")[2][1:2] in (b"Z", b"X")
+    line = read_proc_stat(pid)
+    return line is None or line.rpartition(b")")[2][1:2] in (b"Z", b"X")
 
 
 class DetachedPrompt:

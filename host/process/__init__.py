@@ -18,7 +18,7 @@ from host.process._managed import ManagedProcess, spawn_managed
 from host.process._orphans import adopt_orphans, reap_orphans
 from host.process._outcome import ProcessOutcome
 from host.process._stderr import tail_bytes
-from host.process._tree import ProcessTree
+from host.process._tree import ProcessTree, read_proc_stat
 
 __all__ = [
     "GraceCap",
@@ -34,6 +34,7 @@ __all__ = [
     "eof_rung",
     "enrol",
     "hold_keeper",
+    "read_proc_stat",
     "reap_orphans",
     "release_keeper",
     "run_teardown_ladder",

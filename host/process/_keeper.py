@@ -23,6 +23,8 @@ from typing import Final
 
 import anyio
 
+from host.process._tree import read_proc_stat
+
 __all__ = ["MARK_NAME", "KeeperTicket", "enrol", "hold_keeper", "release_keeper"]
 
 logger = logging.getLogger(__name__)
@@ -182,15 +184,8 @@ def enrol(env: Mapping[str, str]) -> KeeperTicket:
 
 
 def _start_ticks(pid: int) -> int | None:
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+    data = read_proc_stat(pid)
+    if data is None:
         return None
-    try:
-        data = os.read(fd, 4096)  # one read: the whole line (a 16-byte comm bounds it far below this)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     fields = data[data.rfind(b")") + 2 :].split()
     return int(fields[19]) if len(fields) > 19 else None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     import psutil
 
-__all__ = ["ProcessTree", "descendant_pids", "member_alive", "signal_members"]
+__all__ = ["ProcessTree", "descendant_pids", "member_alive", "read_proc_stat", "signal_members"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,22 @@ def descendant_pids(pid: int) -> list[int] | None:
                 found.append(child_pid)
                 pending.append(child_pid)
     return found
+
+
+def read_proc_stat(pid: int) -> bytes | None:
+    """``/proc/<pid>/stat`` (one short line), or ``None`` when it cannot be read (gone, or no ``/proc``). One
+    ``os.open`` and one ``os.read``: a buffered file object costs several syscalls and a Python I/O stack, and this
+    is read on every warm session turn."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)  # the whole line: a 16-byte comm bounds it far below this
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def member_alive(member: psutil.Process) -> bool:
