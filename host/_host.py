@@ -130,8 +130,8 @@ class Host:
             ttl_days=config.session_ttl_days,
             task_group=task_group,
             workspaces=self._workspaces,
+            persist_shared=persist_shared_sessions,
         )
-        self._sessions.persist_shared = persist_shared_sessions
         self._providers: dict[str, _ClosableProvider] = {}
         for name, entry in config.providers.items():
             self._providers[name] = _create_provider(entry, task_group, recording, self._workspaces)

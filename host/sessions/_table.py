@@ -49,10 +49,17 @@ class SessionTable:
     """Every session of one host: in memory while used, on disk (``<state>/sessions/``) when a state dir is given."""
 
     def __init__(
-        self, *, state_dir: Path | None, max_warm: int, ttl_days: int, task_group: TaskGroup, workspaces: Workspaces
+        self,
+        *,
+        state_dir: Path | None,
+        max_warm: int,
+        ttl_days: int,
+        task_group: TaskGroup,
+        workspaces: Workspaces,
+        persist_shared: bool = True,
     ) -> None:
         self._state_dir = state_dir
-        self.persist_shared = True  # False: a shared-workspace session gets no file (a batch's one-shot items)
+        self._persist_shared = persist_shared  # False: a shared-workspace session gets no file (a batch's items)
         self._max_warm = max_warm
         self.ttl_days: Final = ttl_days
         self._ttl_s = ttl_days * 86400.0
@@ -389,5 +396,5 @@ class SessionTable:
     async def _persist(self, record: SessionRecord) -> None:
         """Write the file of ``record`` (``SessionFileWriter``: off the loop, in order, never over another
         process's close), unless it is a shared-workspace session of a table that keeps none."""
-        if self.persist_shared or record.workspace == "worktree":
+        if self._persist_shared or record.workspace == "worktree":
             await self._files.write(record, self._sessions.get(record.session_id))
