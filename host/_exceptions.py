@@ -88,6 +88,7 @@ __all__ = [
     "as_response_error",
     "describe_error",
     "map_exceptions",
+    "mapped_error",
     "workspace_error_code",
 ]
 
@@ -325,10 +326,18 @@ def map_exceptions(mapping: ErrorMapping) -> Generator[None]:
     try:
         yield
     except Exception as exc:
-        for raw_class, build in mapping.items():
-            if isinstance(exc, raw_class):
-                raise build(exc) from exc
-        raise
+        mapped = mapped_error(mapping, exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+def mapped_error(mapping: ErrorMapping, raw: Exception) -> Exception | None:
+    """The layer's own error for ``raw`` (the first mapped class it is an instance of), ``None`` when unmapped."""
+    for raw_class, build in mapping.items():
+        if isinstance(raw, raw_class):
+            return build(raw)
+    return None
 
 
 def as_response_error(cls: type[ResponseError]) -> Callable[[Exception], Exception]:

@@ -22,6 +22,7 @@ from host._exceptions import (
     ResponseError,
     as_response_error,
     map_exceptions,
+    mapped_error,
 )
 from host._version import package_version
 from host.acp_provider._wire import update_of
@@ -63,9 +64,15 @@ _REQUEST_ERRORS: Final[ErrorMapping] = {
 }
 
 
+_REQUEST_ERROR_CLASSES: Final = tuple(_REQUEST_ERRORS)
+"""The peer errors ``_REQUEST_ERRORS`` maps (caught inline on every warm turn, without ``map_exceptions``)."""
+
+
 def _acp_error(raw: Exception) -> Exception:
-    """``raw`` as the ACP provider's raw error (``_REQUEST_ERRORS``)."""
-    return next(build(raw) for raw_class, build in _REQUEST_ERRORS.items() if isinstance(raw, raw_class))
+    """``raw`` (one of ``_REQUEST_ERROR_CLASSES``) as the ACP provider's raw error."""
+    mapped = mapped_error(_REQUEST_ERRORS, raw)
+    assert mapped is not None
+    return mapped
 
 
 class AcpConnection:
@@ -205,12 +212,11 @@ class AcpConnection:
         ``on_response`` runs inline in the reader as the response is processed, before any later line is read:
         the run freezes its output and stream there (docs/behaviour.md#acp-output-and-freeze).
         """
-        with map_exceptions(_REQUEST_ERRORS):
-            return await self._peer.request(
-                "session/prompt",
-                self._with_meta({"sessionId": session_id, "prompt": list(blocks)}),
-                on_response=on_response,
-            )
+        outstanding = await self.send_prompt(session_id, blocks, on_response=on_response)
+        try:
+            return await self.answer(outstanding)
+        finally:
+            outstanding.forget()  # a cancelled caller leaves nothing behind
 
     async def send_prompt(
         self, session_id: str, blocks: Sequence[Mapping[str, object]], *, on_response: Callable[[object], None]
@@ -219,7 +225,7 @@ class AcpConnection:
         params = self._with_meta({"sessionId": session_id, "prompt": list(blocks)})
         try:  # mapped inline, not with map_exceptions: this and answer() run on every warm turn
             return await self._peer.send_request("session/prompt", params, on_response=on_response)
-        except (ResponseError, ConnectionClosedError, PeerWriteError) as raw:
+        except _REQUEST_ERROR_CLASSES as raw:
             raise _acp_error(raw) from raw
 
     @staticmethod
@@ -227,7 +233,7 @@ class AcpConnection:
         """Wait for the raw result of a request :meth:`send_prompt` wrote (a cancellation point)."""
         try:
             return await outstanding.result()
-        except (ResponseError, ConnectionClosedError, PeerWriteError) as raw:
+        except _REQUEST_ERROR_CLASSES as raw:
             raise _acp_error(raw) from raw
 
     def _with_meta(self, params: dict[str, Any]) -> dict[str, Any]:
