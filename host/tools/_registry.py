@@ -272,9 +272,7 @@ class ToolRegistry:
 
         returned: object = await next_for(0)()
         result = self._normalize(execution, returned, state)
-        if state.caller_signal.cancelled and isinstance(result, ToolSuccess):
-            return aborted_result() if state.body_invoked else aborted_before_dispatch_result()
-        return result
+        return _unless_cancelled(result, state)
 
     async def _dispatch_normalized(self, live: ToolDispatchExecution, state: _CallState) -> ToolResult:
         """The innermost ``next()``: fuse, invoke the body, await it to completion, never raise an ``Exception``."""
@@ -327,9 +325,7 @@ class ToolRegistry:
         becomes an error result."""
         listeners = self._post_hooks.snapshot()
         if not listeners:  # the waterfall's end accepts the result as it is
-            if state.caller_signal.cancelled and isinstance(result, ToolSuccess):
-                return aborted_result() if state.body_invoked else aborted_before_dispatch_result()
-            return result
+            return _unless_cancelled(result, state)
 
         async def step(index: int) -> PostExecuteDecision:
             if index == len(listeners):
@@ -341,9 +337,7 @@ class ToolRegistry:
             outcome = self._apply_post_decision(execution, result, decision)
         except Exception as exc:
             return tool_failure_from_exception(exc)
-        if state.caller_signal.cancelled and isinstance(outcome, ToolSuccess):
-            return aborted_result() if state.body_invoked else aborted_before_dispatch_result()
-        return outcome
+        return _unless_cancelled(outcome, state)
 
     def _apply_post_decision(self, execution: ToolExecution, result: ToolResult, decision: object) -> ToolResult:
         if isinstance(decision, Block):
@@ -386,6 +380,13 @@ class ToolRegistry:
                     exception_text(exc),
                 )
         return result
+
+
+def _unless_cancelled(result: ToolResult, state: _CallState) -> ToolResult:
+    """``result``, or the abort its caller's cancel turns a success into (docs/behaviour.md#registry-pipeline)."""
+    if state.caller_signal.cancelled and isinstance(result, ToolSuccess):
+        return aborted_result() if state.body_invoked else aborted_before_dispatch_result()
+    return result
 
 
 def _execution_of(input: ToolExecutionInput, arguments: Any, token: object) -> ToolExecution:
