@@ -20,7 +20,7 @@ from typing import Any, Final
 import pytest
 
 from tests.cli._helpers import CONSOLE_SCRIPT, write_config
-from tests.conftest import ECHO_AGENT, MARKER_NAME, PYTHON
+from tests.conftest import ECHO_AGENT, FAKE_ACP_AGENT, MARKER_NAME, PYTHON
 from tests.server._model_api_fakes import ScriptedGeminiApi, ScriptedMessagesApi, ScriptedResponsesApi
 from tests.server._parent_helpers import (
     CLAUDE,
@@ -105,11 +105,27 @@ def _write_codex_config(codex_home: Path, *, base_url: str, serve_config: Path) 
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _split_surrogates_config(tmp_path: Path, token: str) -> Path:
+    """A serve config whose entry ``echo`` is the fake agent splitting an emoji between two chunks and sending two
+    lone surrogates before ``token`` (``MOCK_SPLIT_SURROGATES``, as a JavaScript agent slicing UTF-16 does)."""
+    env = {"MOCK_SPLIT_SURROGATES": "1", "MOCK_TEXT": token}
+    return write_config(
+        tmp_path, {"echo": {"kind": "acp", "command": PYTHON, "args": [str(FAKE_ACP_AGENT)], "env": env}}
+    )
+
+
 @pytest.mark.timeout(_PARENT_TIMEOUT_S + 30)
-async def test_codex_sends_the_childs_answer_back_to_its_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("child", ["echo", "split surrogates"])
+async def test_codex_sends_the_childs_answer_back_to_its_model(tmp_path: Path, child: str) -> None:
+    """With ``split surrogates`` the answer reaches Codex (whose JSON reader, serde, refuses a lone surrogate's
+    escape) as well-formed text: the emoji joined, each lone half U+FFFD."""
     codex = installed_parent(CODEX)
     token = f"answer-{uuid.uuid4().hex}"
-    serve_config = _echo_config(tmp_path)
+    if child == "echo":
+        serve_config = _echo_config(tmp_path)
+    else:
+        serve_config = _split_surrogates_config(tmp_path, token)
+        token = f"smile 😀, lone \ufffd <\ufffd> {token}"
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     home = tmp_path / "home"
