@@ -2,9 +2,11 @@
 ``RepoLocks`` (one lock per repository, in-process and across processes).
 
 Every command runs with hooks off, no terminal prompt, the C locale, a fixed host identity for the commits the host
-makes, and none of the ``GIT_*`` variables that would point it at another repository or index, in its own process
-group; one cut off (its bound, a cancel) gets SIGTERM before SIGKILL, so git removes its lock files. Raw git text
-never leaves this module except on ``__cause__`` of a ``WorkspaceError``.
+makes, the children's scrubbed environment (no credential-shaped or ``DSH_*`` variable: a filter or helper that
+the repository's config names, which a child can write, runs with nothing a child does not get) and none of the
+``GIT_*`` variables that would point it at another repository or index, in its own process group; one cut off (its
+bound, a cancel) gets SIGTERM before SIGKILL, so git removes its lock files. Raw git text never leaves this module
+except on ``__cause__`` of a ``WorkspaceError``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from host._exceptions import WorkspaceError
-from host.process import ProcessTree
+from host.process import ProcessTree, build_child_env
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -178,7 +180,11 @@ class GitResult:
 
 
 def _environment(index_file: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in _REDIRECTING}
+    # Scrubbed like a child's: git runs the filters (`filter.<driver>.clean` on `add`, `.smudge` on checkout) and
+    # helpers the shared config names, and a child can write that config and the `.gitattributes` naming them.
+    env = build_child_env({})
+    for name in _REDIRECTING.intersection(env):
+        del env[name]
     env.update(_FIXED_ENV)
     if index_file is not None:
         env["GIT_INDEX_FILE"] = index_file
