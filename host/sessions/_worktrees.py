@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 WORKTREE_CLOSE_TIMEOUT_S: Final = 120.0
-"""Bounds removing one session's worktree (git's own bound, plus the repository lock)."""
+"""Bounds the wait for the same session's earlier removal and a dead host's leftover's retirement; a held
+worktree's removal (``Workspaces.release``) is shielded inside, so only its own bounds end it: the repository
+lock's wait (120 s) and git's bound per command (300 s)."""
 
 
 def facts_of(workspace: Workspace) -> SessionWorktree:
