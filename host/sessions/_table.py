@@ -25,7 +25,6 @@ from host.sessions._session import SESSION_WAIT_ABORTED, Session, TurnLease
 from host.sessions._store import (
     SessionRecord,
     is_session_id,
-    list_session_files,
     new_session_id,
     now,
     read_session_file,
@@ -233,9 +232,9 @@ class SessionTable:
 
     # -- operator actions -----------------------------------------------------------------------------------------
 
-    def records(self) -> list[SessionRecord]:
-        """Every known session, newest ``last_used`` first (memory overrides disk)."""
-        merged = {record.session_id: record for record in self._disk_records()}
+    async def records(self) -> list[SessionRecord]:
+        """Every known session, newest ``last_used`` first (memory overrides disk; the files are read off the loop)."""
+        merged = {record.session_id: record for record in await self._files.read_all()}
         for session in self._sessions.values():
             honour_close(self._state_dir, session)  # a close by another process shows at once
             merged[session.id] = session.record
@@ -291,9 +290,9 @@ class SessionTable:
                     self._wake = anyio.Event()
 
     async def _sweep_expired(self) -> None:
-        for record in self._disk_records():
-            if seconds_since(record.last_used) > self._ttl_s:
-                session = self._sessions.get(record.session_id)
+        for record in await self._files.read_all():
+            session = self._sessions.get(record.session_id)  # what memory holds is newer than what was read
+            if seconds_since((session.record if session is not None else record).last_used) > self._ttl_s:
                 if session is not None and (session.busy or session.warm is not None):
                     continue
                 self._sessions.pop(record.session_id, None)
@@ -389,9 +388,6 @@ class SessionTable:
             await self._worktrees.aclose()  # after the children: none of them works in a worktree any more
 
     # -- files ----------------------------------------------------------------------------------------------------
-
-    def _disk_records(self) -> list[SessionRecord]:
-        return list_session_files(self._state_dir) if self._state_dir is not None else []
 
     async def _persist(self, record: SessionRecord) -> None:
         """Write the file of ``record`` (``SessionFileWriter``: off the loop, in order, never over another

@@ -1,4 +1,5 @@
-"""``SessionFileWriter``: every write and removal of a session file by a host, off the event loop and in order.
+"""``SessionFileWriter``: every write and removal of a session file by a host, off the event loop and in order; and
+the reading of all of them (``read_all``), off the loop too.
 
 A write takes the file's bytes on the loop (a snapshot of the record at that moment), then writes them (temporary
 file, ``fsync``, ``os.replace``: ``host.sessions._store``) in a worker thread, so the loop never waits on the disk.
@@ -22,7 +23,13 @@ import anyio
 import anyio.to_thread
 
 from host.sessions._session import Session
-from host.sessions._store import SessionRecord, delete_session_file, session_file_bytes, write_session_bytes
+from host.sessions._store import (
+    SessionRecord,
+    delete_session_file,
+    list_session_files,
+    session_file_bytes,
+    write_session_bytes,
+)
 from host.sessions._watch import FileStamp, honour_close, stamp_of
 
 __all__ = ["SessionFileWriter"]
@@ -76,6 +83,13 @@ class SessionFileWriter:
                 await anyio.to_thread.run_sync(delete_session_file, state_dir, session_id)
             except OSError as exc:
                 logger.warning("subagent-host: removing an expired session file failed: %s", exc.strerror)
+
+    async def read_all(self) -> list[SessionRecord]:
+        """Every readable session file (``list_session_files``), read in a worker thread: tens of ms per thousand
+        files, never on the loop. A cancelled caller returns at once (the thread only reads)."""
+        if self._state_dir is None:
+            return []
+        return await anyio.to_thread.run_sync(list_session_files, self._state_dir, abandon_on_cancel=True)
 
     @contextlib.asynccontextmanager
     async def _turn(self, session_id: str) -> AsyncGenerator[None]:

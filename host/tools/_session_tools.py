@@ -76,7 +76,7 @@ def create_session_tools(table: SessionTable) -> Mapping[str, ToolDefinition]:
     """
 
     async def session_list(_args: _ListArgs, _ctx: ToolRunContext) -> JsonValue:
-        records = table.records()
+        records = await table.records()
         return "\n".join(session_line(record) for record in records) if records else NO_SESSIONS
 
     async def session_close(args: _CloseArgs, _ctx: ToolRunContext) -> JsonValue:

@@ -26,8 +26,8 @@ async def test_an_aborted_first_turn_leaves_no_session(tmp_path: Path) -> None:
         session, _fork_of = table.resolve(
             provider="p", kind="acp", idle_ms=0, session_id=None, fork_session_id=None, cwd=None, label=None
         )
-        assert [record.session_id for record in table.records()] == [session.id]
+        assert [record.session_id for record in await table.records()] == [session.id]
         with pytest.raises(StartAbortedError):
             await table.begin_turn(session, signal=controller.signal, idle_ms=0, fork_of=None, if_lost_new=False)
-        assert table.records() == []
+        assert await table.records() == []
         group.cancel_scope.cancel()
