@@ -13,6 +13,7 @@ import mcp_types as types
 import psutil
 import pytest
 
+from tests._provider_helpers import wait_for_file
 from tests.server._helpers import SERVE_TIMEOUT_S, acp_entry, client_session, fake_agents, write_config
 from tests.workspace._helpers import host_cli, make_repo, our_branches, user_state, wait_until_removed, worktree_paths
 
@@ -68,7 +69,12 @@ async def test_the_official_client_continues_a_worktree_session(tmp_path: Path) 
 async def test_sessions_close_leaves_a_worktree_a_running_serve_holds(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
-    entry = {**acp_entry(MOCK_FS_OPS_FROM_PROMPT="1"), "cwd": str(repo), "workspace": "worktree"}
+    ready = tmp_path / "ready"
+    # The second turn hangs in the child (its task names hold.txt) until it is cancelled: the session is busy, so
+    # the serve holds its worktree whatever the machine's load (an idle one it would take cold within about 1 s of
+    # the close, and remove the worktree itself).
+    env = {"MOCK_FS_OPS_FROM_PROMPT": "1", "MOCK_HANG_ON": "hold.txt", "MOCK_READY_FILE": str(ready)}
+    entry = {**acp_entry(**env), "cwd": str(repo), "workspace": "worktree"}
     config = write_config(tmp_path, {"agent": entry})
     with anyio.fail_after(SERVE_TIMEOUT_S):
         async with client_session(config, "--state-dir", str(state)) as session:
@@ -77,13 +83,18 @@ async def test_sessions_close_leaves_a_worktree_a_running_serve_holds(tmp_path: 
             session_id = first.structured_content["session_id"]
             worktree = state / "worktrees" / session_id
             assert worktree_paths(repo) == [str(repo), str(worktree)]  # its warm child works there
-            closed = await host_cli("sessions", "close", session_id, "--state-dir", str(state), cwd=tmp_path)
-            # No check of the worktree here: the serve honours the close within about a second (its reaper reads
-            # the file), so on a loaded machine it may already have removed it; the CLI's message says it did not.
-    assert closed.returncode == 0, closed.stderr
-    assert closed.stderr.decode() == (
-        f"subagent-host: the worktree of session {session_id} is in use by a running host, which removes it when it "
-        "closes\n"
-    )
+            ready.unlink()
+            held = {"task": json.dumps([["append", "hold.txt", "two\n"]]), "session_id": session_id}
+            async with anyio.create_task_group() as group:
+                group.start_soon(session.call_tool, "delegate_agent", held)
+                await wait_for_file(ready)  # the second turn runs: the session is busy
+                closed = await host_cli("sessions", "close", session_id, "--state-dir", str(state), cwd=tmp_path)
+                assert worktree_paths(repo) == [str(repo), str(worktree)]  # a busy session's worktree stays
+                assert closed.returncode == 0, closed.stderr
+                assert closed.stderr.decode() == (
+                    f"subagent-host: the worktree of session {session_id} is in use by a running host, which removes "
+                    "it when it closes\n"
+                )
+                group.cancel_scope.cancel()
     assert worktree_paths(repo) == [str(repo)]  # serve closed: removed, the branch kept with the changes
     assert our_branches(repo) == [f"subagent-host/{session_id}"]
