@@ -22,11 +22,18 @@ function seconds(ms) {
   return typeof ms === "number" ? (ms / 1000).toFixed(1) + "s" : "-";
 }
 
+// A subdirectory batch keeps its own runs/ and sessions/: the server names it in data-link-batch, and every link to
+// one of its runs or sessions, and every request for a run's events or stderr, carries it as ?batch=.
+function batchQuery() {
+  const batch = document.body.dataset.linkBatch;
+  return batch ? "?batch=" + encodeURIComponent(batch) : "";
+}
+
 // -- the runs page: refreshed every second with the current filters -------------------------------------------------
 
 function runLink(runId) {
   const link = el("a", "", runId.slice(0, 8));
-  link.href = "/runs/" + encodeURIComponent(runId);
+  link.href = "/runs/" + encodeURIComponent(runId) + batchQuery();
   return link;
 }
 
@@ -42,7 +49,7 @@ function runRow(run) {
     } else if (i === 5) {
       if (run.session_id) {
         const link = el("a", "", run.session_id.slice(0, 10));
-        link.href = "/sessions/" + encodeURIComponent(run.session_id);
+        link.href = "/sessions/" + encodeURIComponent(run.session_id) + batchQuery();
         cell.appendChild(link);
       } else {
         cell.textContent = "-";
@@ -150,7 +157,7 @@ class Transcript {
 
 function followRun(runId) {
   const transcript = new Transcript(document.getElementById("transcript"));
-  const source = new EventSource("/api/runs/" + encodeURIComponent(runId) + "/events");
+  const source = new EventSource("/api/runs/" + encodeURIComponent(runId) + "/events" + batchQuery());
   source.onmessage = (event) => {
     const record = JSON.parse(event.data);
     const data = record.data && typeof record.data === "object" ? record.data : {};
@@ -189,7 +196,8 @@ function followRun(runId) {
   stderr.addEventListener("toggle", async () => {
     if (!stderr.open || stderr.dataset.loaded) return;
     stderr.dataset.loaded = "true";
-    const response = await fetch("/api/runs/" + encodeURIComponent(runId) + "/stderr", { credentials: "same-origin" });
+    const url = "/api/runs/" + encodeURIComponent(runId) + "/stderr" + batchQuery();
+    const response = await fetch(url, { credentials: "same-origin" });
     document.getElementById("stderr-text").textContent = response.ok ? visible(await response.text()) : "(no stderr kept)";
   });
 }
