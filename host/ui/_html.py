@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 from urllib.parse import quote, urlencode
 
-__all__ = ["bar_chart", "histogram_chart", "href", "page", "run_href", "session_href", "text"]
+__all__ = ["bar_chart", "batch_query", "histogram_chart", "href", "page", "run_href", "session_href", "text"]
 
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAV: Final = (("/", "Runs"), ("/sessions", "Sessions"), ("/batches", "Batches"))
@@ -37,6 +37,12 @@ def href(path: str, params: Mapping[str, str | None] | None = None) -> str:
     """An attribute-safe URL: ``path`` (host-built) with its ``params`` URL-encoded (empty ones dropped)."""
     query = urlencode({k: v for k, v in (params or {}).items() if v}) if params else ""
     return text(f"{path}?{query}" if query else path)
+
+
+def batch_query(batch: str | None) -> str:
+    """``batch=<name>`` URL-encoded (pure ASCII, safe in an attribute as it is), or empty for no batch: what the
+    script appends to the run and session URLs it builds."""
+    return urlencode({"batch": batch}) if batch else ""
 
 
 def run_href(run_id: str, batch: str | None = None) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from host.ui._batches import BatchView
-from host.ui._html import bar_chart, histogram_chart, href, page, run_href, session_href, text
+from host.ui._html import bar_chart, batch_query, histogram_chart, href, page, run_href, session_href, text
 from host.ui._index import RunRow
 
 __all__ = [
@@ -94,7 +94,7 @@ def runs_page(
         + f'<label>task <input name="q" type="search" value="{text(filters.get("q") or "")}"></label>'
         + '<button type="submit">filter</button></form>'
     )
-    data = {name: filters.get(name) or "" for name in _FILTERS} | {"link-batch": link_batch or ""}
+    data = {name: filters.get(name) or "" for name in _FILTERS} | {"batch-query": batch_query(link_batch)}
     body = (
         f'<h1>Runs</h1>{form}<p class="count"><span id="runs-shown">{len(rows)}</span> of '
         f'<span id="runs-total">{total}</span> runs</p>{_runs_table(rows, batch=link_batch)}'
@@ -139,7 +139,7 @@ def run_page(
     ]
     if patch_files is not None:
         body.append(_changes(row.run_id, patch_files, apply_state_dir))
-    data = {"run": row.run_id, "link-batch": batch or ""}
+    data = {"run": row.run_id, "batch-query": batch_query(batch)}
     return page(f"Run {row.run_id[:8]}", "".join(body), page_id="run", data=data)
 
 

@@ -34,6 +34,7 @@ from tests.ui._helpers import cli_env, run_task, ui_server
 STDERR_LINE = "stderr of the sdk item"
 ODD_NAME = 'night & "day" <b> #?%+ x'
 """A batch directory name that is markup, a fragment, a query and a percent escape at once."""
+ODD_QUERY = "night+%26+%22day%22+%3Cb%3E+%23%3F%25%2B+x"
 PATCH = "diff --git a/notes.txt b/notes.txt\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n"
 
 
@@ -158,7 +159,7 @@ def test_the_runs_list_of_a_subdirectory_batch_lists_its_own_runs_and_links_them
         status, body = _get(url, "/?batch=nightly")
         assert status == 200
         assert sorted(_run_links(body)) == sorted(f"/runs/{run_id}?batch=nightly" for run_id in nightly_ids)
-        assert 'data-link-batch="nightly"' in body
+        assert 'data-batch-query="batch=nightly"' in body
         assert layout.outside_run not in body
         # The top-level batch lists its own runs from the state directory, linked without a parameter.
         status, body = _get(url, "/api/runs?batch=.")
@@ -254,12 +255,12 @@ def test_a_batch_named_with_markup_and_url_characters_links_safely(layout: _Layo
         assert status == 200
         assert f"<h1>Batch {html.escape(ODD_NAME)}</h1>" in body
         links = _run_links(body)
-        assert f"/runs/{run_id}?batch=night+%26+%22day%22+%3Cb%3E+%23%3F%25%2B+x" in links
+        assert f"/runs/{run_id}?batch={ODD_QUERY}" in links
         for link in links:
             assert _get(url, link)[0] == 200, link
         status, body = _get(url, f"/runs/{run_id}?batch={_q(ODD_NAME)}")
         assert status == 200
-        assert f'data-link-batch="{html.escape(ODD_NAME)}"' in body
+        assert f'data-batch-query="batch={ODD_QUERY}"' in body
         # The kept patch's apply command names the batch's own state directory, quoted for a shell.
         command = html.unescape(re.findall(r"<code>(subagent-host runs apply [^<]*)</code>", body)[0])
         assert command == f"subagent-host runs apply --state-dir {shlex.quote(str(layout.state / ODD_NAME))} {run_id}"

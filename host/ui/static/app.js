@@ -22,11 +22,12 @@ function seconds(ms) {
   return typeof ms === "number" ? (ms / 1000).toFixed(1) + "s" : "-";
 }
 
-// A subdirectory batch keeps its own runs/ and sessions/: the server names it in data-link-batch, and every link to
-// one of its runs or sessions, and every request for a run's events or stderr, carries it as ?batch=.
+// A subdirectory batch keeps its own runs/ and sessions/: the server puts "batch=<name>", already URL-encoded, in
+// data-batch-query, and every link to one of its runs or sessions, and every request for a run's events or stderr,
+// carries it as the query.
 function batchQuery() {
-  const batch = document.body.dataset.linkBatch;
-  return batch ? "?batch=" + encodeURIComponent(batch) : "";
+  const query = document.body.dataset.batchQuery;
+  return query ? "?" + query : "";
 }
 
 // -- the runs page: refreshed every second with the current filters -------------------------------------------------
