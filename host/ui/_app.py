@@ -3,6 +3,9 @@
 Routes: ``/`` (runs), ``/api/runs`` (the runs as JSON), ``/runs/{id}``, ``/api/runs/{id}/events`` (the transcript
 as server-sent events, tailing the file every ``TAIL_INTERVAL_S`` until ``run/end``), ``/api/runs/{id}/stderr``,
 ``/sessions``, ``/sessions/{id}``, ``/batches``, ``/batch?name=``, ``/static/app.js`` and ``/static/app.css``.
+A batch ``OUTDIR`` below the state directory keeps its own ``runs/`` and ``sessions/``: the run and session routes
+take ``?batch=<name>`` to read there (``records_dir``: a name ``find_batches`` lists, else 404; none or ``.``: the
+state directory), and the runs list filtered by such a batch lists it from its own index (``RunIndexes``).
 No route writes anything. ``_Guard`` wraps every request: the Host header must be one the server answers to (DNS
 rebinding), a token (when configured) must come as ``Authorization: Bearer`` or the cookie set by visiting
 ``/?token=…`` once, compared in constant time; every response carries a strict CSP and no-sniff headers.
@@ -28,8 +31,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from host._text import encode_json
 from host.records import TranscriptTail
-from host.ui._batches import ResultsCache, find_batches, load_batch
-from host.ui._index import RunFilter, RunIndex, RunRow
+from host.ui._batches import RecordsDir, ResultsCache, find_batches, load_batch, records_dir
+from host.ui._index import RunFilter, RunIndex, RunIndexes, RunRow
 from host.ui._pages import (
     NOT_KEPT,
     batch_page,
@@ -138,7 +141,7 @@ async def _set_cookie_and_redirect(scope: Scope, query: dict[str, str], token: s
 
 def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token: str | None) -> ASGIApp:
     """The dashboard over ``state_dir``; ``allowed_hosts=None`` accepts any Host (a token is then required)."""
-    index = RunIndex(state_dir)
+    indexes = RunIndexes(state_dir)  # a subdirectory batch's runs are indexed from its own runs/
     results = ResultsCache()  # a refresh of a batch's pages reads only what its results.jsonl gained
     static = {name: (resources.files("host.ui") / "static" / name).read_bytes() for name in _STATIC}
 
@@ -147,73 +150,102 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
             name: request.query_params.get(name) or None for name in ("provider", "status", "session", "batch", "q")
         }
 
-    def run_filter(filters: dict[str, str | None]) -> RunFilter:
+    def runs_query(filters: dict[str, str | None]) -> tuple[list[RunRow], int, RunIndex, RecordsDir | None]:
+        """The runs the filters match: a batch's are those its ``results.jsonl`` names, from its own index."""
+        records = records_dir(state_dir, filters["batch"])
         run_ids = None
         if filters["batch"]:
-            view = load_batch(state_dir, filters["batch"], results)
+            view = load_batch(state_dir, filters["batch"], results) if records is not None else None
             run_ids = view.run_ids if view is not None else frozenset[str]()
-        return RunFilter(filters["provider"], filters["status"], filters["session"], run_ids, filters["q"])
+        index = indexes.of(records.path if records is not None else state_dir)
+        run_filter = RunFilter(filters["provider"], filters["status"], filters["session"], run_ids, filters["q"])
+        rows, total = index.query(run_filter, limit=PAGE_ROWS)
+        return rows, total, index, records
 
     def runs_view(filters: dict[str, str | None]) -> str:
-        rows, total = index.query(run_filter(filters), limit=PAGE_ROWS)
-        return runs_page(rows, total, filters, providers=index.providers(), batches=find_batches(state_dir))
+        rows, total, index, records = runs_query(filters)
+        link_batch = records.batch if records is not None else None
+        batches = find_batches(state_dir)
+        return runs_page(rows, total, filters, providers=index.providers(), batches=batches, link_batch=link_batch)
 
     async def runs(request: Request) -> Response:
         return HTMLResponse(await anyio.to_thread.run_sync(runs_view, filters_of(request)))
 
     def runs_json(filters: dict[str, str | None]) -> dict[str, Any]:
-        rows, total = index.query(run_filter(filters), limit=PAGE_ROWS)
+        rows, total, _index, _records = runs_query(filters)
         return {"schema": 1, "total": total, "runs": [row.as_json() for row in rows]}
 
     async def api_runs(request: Request) -> Response:
         body = encode_json(await anyio.to_thread.run_sync(runs_json, filters_of(request)))
         return Response(body, media_type="application/json")  # a child's lone surrogate as its \\uXXXX escape
 
-    def run_view(run_id: str) -> str | None:
-        path = transcript_path(state_dir, run_id)
-        row = next((row for row in index.refresh() if row.run_id == run_id), None) if path else None
-        if path is None or row is None:
+    def run_view(run_id: str, batch: str | None) -> str | None:
+        records = records_dir(state_dir, batch)
+        path = transcript_path(records.path, run_id) if records is not None else None
+        if records is None or path is None:
             return None
-        return run_page(row, read_run_facts(path), read_patch_files(state_dir, run_id))
+        row = next((row for row in indexes.of(records.path).refresh() if row.run_id == run_id), None)
+        if row is None:
+            return None
+        apply_dir = str(records.path) if records.batch is not None else None
+        patch = read_patch_files(records.path, run_id)
+        return run_page(row, read_run_facts(path), patch, batch=records.batch, apply_state_dir=apply_dir)
 
     async def run(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        body = await anyio.to_thread.run_sync(run_view, run_id)
+        batch = request.query_params.get("batch")
+        body = await anyio.to_thread.run_sync(run_view, request.path_params["run_id"], batch)
         if body is None:
             return HTMLResponse(not_found_page("no recorded run has this id"), status_code=404)
         return HTMLResponse(body)
 
+    def run_transcript(run_id: str, batch: str | None) -> Path | None:
+        records = records_dir(state_dir, batch)
+        return transcript_path(records.path, run_id) if records is not None else None
+
     async def events(request: Request) -> Response:
-        path = transcript_path(state_dir, request.path_params["run_id"])
+        batch = request.query_params.get("batch")
+        path = await anyio.to_thread.run_sync(run_transcript, request.path_params["run_id"], batch)
         if path is None:
             return PlainTextResponse("no such run\n", status_code=404)
         return StreamingResponse(_tail(path), media_type="text/event-stream")
 
+    def run_stderr(run_id: str, batch: str | None) -> str | None:
+        records = records_dir(state_dir, batch)
+        return read_stderr(records.path, run_id) if records is not None else None
+
     async def stderr(request: Request) -> Response:
-        tail = await anyio.to_thread.run_sync(read_stderr, state_dir, request.path_params["run_id"])
+        batch = request.query_params.get("batch")
+        tail = await anyio.to_thread.run_sync(run_stderr, request.path_params["run_id"], batch)
         return PlainTextResponse(tail or "", status_code=200 if tail is not None else 404)
 
-    def sessions_view() -> str:
-        return sessions_page(_sessions(index, state_dir))
-
-    async def sessions(_request: Request) -> Response:
-        return HTMLResponse(await anyio.to_thread.run_sync(sessions_view))
-
-    def session_view(session_id: str) -> str | None:
-        if not NAME_PATTERN.fullmatch(session_id):
+    def sessions_view(batch: str | None) -> str | None:
+        records = records_dir(state_dir, batch)
+        if records is None:
             return None
-        meta = read_sessions(state_dir).get(session_id)
-        turns = [row for row in index.refresh() if row.session_id == session_id]
+        return sessions_page(_sessions(indexes.of(records.path), records.path), batch=records.batch)
+
+    async def sessions(request: Request) -> Response:
+        body = await anyio.to_thread.run_sync(sessions_view, request.query_params.get("batch"))
+        if body is None:
+            return HTMLResponse(not_found_page("no batch has this name"), status_code=404)
+        return HTMLResponse(body)
+
+    def session_view(session_id: str, batch: str | None) -> str | None:
+        records = records_dir(state_dir, batch)
+        if records is None or not NAME_PATTERN.fullmatch(session_id):
+            return None
+        meta = read_sessions(records.path).get(session_id)
+        turns = [row for row in indexes.of(records.path).refresh() if row.session_id == session_id]
         if meta is None and not turns:
             return None
         turns.sort(key=lambda row: (row.turn if row.turn is not None else 1 << 62, row.started, row.run_id))
         kept = meta is not None
-        return session_page(
-            session_id, meta if meta is not None else _meta_of_turns(state_dir, turns), turns, kept=kept
-        )
+        meta = meta if meta is not None else _meta_of_turns(records.path, turns)
+        return session_page(session_id, meta, turns, kept=kept, batch=records.batch)
 
     async def session(request: Request) -> Response:
-        body = await anyio.to_thread.run_sync(session_view, request.path_params["session_id"])
+        batch = request.query_params.get("batch")
+        body = await anyio.to_thread.run_sync(session_view, request.path_params["session_id"], batch)
         if body is None:
             return HTMLResponse(not_found_page("no session has this id"), status_code=404)
         return HTMLResponse(body)

@@ -5,7 +5,9 @@ state directory that holds batch directories shows each under its name. Only who
 read (a line being appended is left for the next read), and an id's last line wins (``--redo-existing`` appends a
 second one); ``summary.json`` (written when the batch starts and again when it ends) adds the total and the wall
 time. A batch is running while its driver holds the ``flock`` on ``results.jsonl``. Nothing outside the state
-directory is ever read: the names come from listing it.
+directory is ever read: the names come from listing it. A batch's ``OUTDIR`` holds its own ``runs/`` and
+``sessions/``: ``records_dir`` resolves a request's ``batch`` parameter to the directory the run and session views
+read (the one place a batch name becomes a path).
 
 A page refresh does not re-read ``results.jsonl``: ``ResultsCache`` keeps each batch's parsed items (the few fields
 the page shows, never the output) keyed by the file's inode, size and ``mtime_ns``. An unchanged file is not read; a
@@ -27,7 +29,7 @@ from typing import Any, Final, cast
 from host.records import transcript_in_progress
 from host.ui._index import read_records_from
 
-__all__ = ["BatchView", "ResultsCache", "find_batches", "load_batch"]
+__all__ = ["BatchView", "RecordsDir", "ResultsCache", "find_batches", "load_batch", "records_dir"]
 
 RESULTS_FILE: Final = "results.jsonl"
 SUMMARY_FILE: Final = "summary.json"
@@ -55,6 +57,28 @@ class BatchView:
     wall_ms: int | None
     running: bool = False
     run_ids: frozenset[str] = field(default_factory=frozenset[str])
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsDir:
+    """Where a view reads runs and sessions: the state directory itself, or a subdirectory batch's ``OUTDIR``."""
+
+    path: Path
+    batch: str | None
+    """The subdirectory batch's name, which every link to its runs and sessions carries (``None``: ``path`` is the
+    state directory itself)."""
+
+
+def records_dir(state_dir: Path, batch: str | None) -> RecordsDir | None:
+    """The directory whose ``runs/`` and ``sessions/`` a request's ``batch`` parameter names: ``state_dir`` for none
+    (or empty) and for ``.``, the batch's ``OUTDIR`` for a name ``find_batches`` lists, else ``None`` (not found).
+    A name is never joined to a path before it was found in the listing, so no request reaches outside
+    ``state_dir``; a symlinked directory is never listed."""
+    if not batch or batch == ".":
+        return RecordsDir(state_dir, None)
+    if batch not in find_batches(state_dir):
+        return None
+    return RecordsDir(state_dir / batch, batch)
 
 
 def find_batches(state_dir: Path) -> list[str]:
@@ -111,7 +135,7 @@ def load_batch(state_dir: Path, name: str, cache: ResultsCache | None = None) ->
     its parsed results between calls."""
     if name not in find_batches(state_dir):
         return None
-    directory = state_dir if name == "." else state_dir / name
+    directory = state_dir if name == "." else state_dir / name  # a listed name
     results = (cache if cache is not None else ResultsCache(1)).items(directory / RESULTS_FILE)
     summary = _read_summary(directory / SUMMARY_FILE)
     counts: dict[str, int] = {}

@@ -4,8 +4,9 @@ Every string that reaches a page goes through ``text`` (HTML-escaped, quotes inc
 line separators, bidi overrides and lone surrogates shown as visible ``\\xNN`` / ``\\uNNNN`` escapes, as on a
 terminal), so a child's ``<script>``,
 ``onerror=`` or ``javascript:`` is shown as text and never parsed. Links are built only from host facts (run ids
-from the directory listing, batch names from the state directory, query values URL-encoded). The page loads one
-script and one stylesheet from ``/static/``; no inline script or style exists, so the CSP can forbid both.
+from the directory listing, batch names from the state directory's listing), every path segment and query value
+URL-encoded, then HTML-escaped. The page loads one script and one stylesheet from ``/static/``; no inline script or
+style exists, so the CSP can forbid both.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 from urllib.parse import quote, urlencode
 
-__all__ = ["bar_chart", "histogram_chart", "href", "page", "text"]
+__all__ = ["bar_chart", "batch_query", "histogram_chart", "href", "page", "run_href", "session_href", "text"]
 
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAV: Final = (("/", "Runs"), ("/sessions", "Sessions"), ("/batches", "Batches"))
@@ -38,14 +39,20 @@ def href(path: str, params: Mapping[str, str | None] | None = None) -> str:
     return text(f"{path}?{query}" if query else path)
 
 
-def run_href(run_id: str) -> str:
-    """The run page of ``run_id``."""
-    return text("/runs/" + quote(run_id, safe=""))
+def batch_query(batch: str | None) -> str:
+    """``batch=<name>`` URL-encoded (pure ASCII, safe in an attribute as it is), or empty for no batch: what the
+    script appends to the run and session URLs it builds."""
+    return urlencode({"batch": batch}) if batch else ""
 
 
-def session_href(session_id: str) -> str:
-    """The session page of ``session_id``."""
-    return text("/sessions/" + quote(session_id, safe=""))
+def run_href(run_id: str, batch: str | None = None) -> str:
+    """The run page of ``run_id``; ``batch``: the subdirectory batch whose runs directory holds it."""
+    return href("/runs/" + quote(run_id, safe=""), {"batch": batch})
+
+
+def session_href(session_id: str, batch: str | None = None) -> str:
+    """The session page of ``session_id``; ``batch``: the subdirectory batch whose records name it."""
+    return href("/sessions/" + quote(session_id, safe=""), {"batch": batch})
 
 
 def page(title: str, body: str, *, page_id: str, data: Mapping[str, str] | None = None) -> str:

@@ -7,7 +7,8 @@ directory's own mtime changes whenever a transcript is created or removed; so a 
 progress. A warm query over 10 000 finished runs costs a ``stat`` of the directory plus a filter. A summary reads
 a transcript's head (``run/start`` and ``prompt``) and its last line (``run/end``), never the whole stream. A run
 without ``run/end`` is ``running`` while its writer holds the transcript's lock, and ``incomplete`` otherwise; the
-lock is probed only for those.
+lock is probed only for those. A batch ``OUTDIR`` below the state directory is a state directory of its own, with
+its own index (``RunIndexes``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import json
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +26,7 @@ from typing import Any, Final, cast
 
 from host.records import prompt_text, transcript_in_progress
 
-__all__ = ["RunFilter", "RunIndex", "RunRow", "read_records_from"]
+__all__ = ["RunFilter", "RunIndex", "RunIndexes", "RunRow", "read_records_from"]
 
 _SUFFIX: Final = ".jsonl"
 _IN_PROGRESS: Final = frozenset({"starting", "running"})
@@ -36,6 +38,8 @@ TASK_PREVIEW_CHARS: Final = 120
 """How many characters of the task a row shows."""
 _SEARCH_CHARS: Final = 4096
 """How many characters of the task the text search looks at."""
+_CACHED_BATCH_INDEXES: Final = 4
+"""How many subdirectory batches' run indexes ``RunIndexes`` keeps besides the state directory's (used last)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +196,30 @@ class RunIndex:
         with self._lock:
             names = {entry.row.provider for entry in self._entries.values() if entry.row.provider}
         return sorted(cast("Iterable[str]", names))
+
+
+class RunIndexes:
+    """One ``RunIndex`` per state directory: the dashboard's own, always kept, and those of the subdirectory
+    batches viewed last (an LRU of ``max_batches``, so memory stays bounded however many batches are browsed; an
+    evicted batch's index is built again on its next view). Thread-safe."""
+
+    def __init__(self, state_dir: Path, max_batches: int = _CACHED_BATCH_INDEXES) -> None:
+        self._state_dir = state_dir
+        self._own = RunIndex(state_dir)
+        self._max_batches = max_batches
+        self._batches: OrderedDict[Path, RunIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, directory: Path) -> RunIndex:
+        """The index of ``directory`` (the state directory, or a batch ``OUTDIR`` the caller found listed)."""
+        if directory == self._state_dir:
+            return self._own
+        with self._lock:
+            index = self._batches.pop(directory, None) or RunIndex(directory)
+            self._batches[directory] = index
+            while len(self._batches) > self._max_batches:
+                self._batches.popitem(last=False)
+            return index
 
 
 def _transcript_entries(runs: Path) -> list[os.DirEntry[str]]:

@@ -52,13 +52,19 @@ def test_batch_filter_on_the_runs_page_shows_only_its_runs(tmp_path: Path, page:
     from tests.ui._helpers import run_task
 
     state = tmp_path / "state"
-    inside = run_task(state, tmp_path, "inside the batch")
+    # A batch OUTDIR below the state directory is a state directory of its own: its runs are under b1/runs.
+    inside = run_task(state / "b1", tmp_path, "inside the batch")
+    run_task(state / "b1", tmp_path, "an earlier attempt the results do not name")
     run_task(state, tmp_path, "outside the batch")
     write_batch(state / "b1", [{"id": "one", "run_id": inside["run_id"], "stop_reason": "completed"}])
     with ui_server(state) as url:
         page.goto(url + "?batch=b1")
         expect(page.locator("#runs-body tr")).to_have_count(1)
         expect(page.locator("#runs-body td.task")).to_have_text("inside the batch")
+        page.wait_for_timeout(1500)  # the script's refresh rebuilds the rows (and their links)
+        page.locator("#runs-body a").first.click()
+        expect(page.locator("h1")).to_have_text(f"Run {inside['run_id'][:8]}")
+        assert page.url == f"{url}runs/{inside['run_id']}?batch=b1"
 
 
 def test_a_real_batch_outdir_shows_its_counts_once_per_item_and_filters_its_runs(tmp_path: Path, page: Page) -> None:

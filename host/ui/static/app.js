@@ -22,11 +22,19 @@ function seconds(ms) {
   return typeof ms === "number" ? (ms / 1000).toFixed(1) + "s" : "-";
 }
 
+// A subdirectory batch keeps its own runs/ and sessions/: the server puts "batch=<name>", already URL-encoded, in
+// data-batch-query, and every link to one of its runs or sessions, and every request for a run's events or stderr,
+// carries it as the query.
+function batchQuery() {
+  const query = document.body.dataset.batchQuery;
+  return query ? "?" + query : "";
+}
+
 // -- the runs page: refreshed every second with the current filters -------------------------------------------------
 
 function runLink(runId) {
   const link = el("a", "", runId.slice(0, 8));
-  link.href = "/runs/" + encodeURIComponent(runId);
+  link.href = "/runs/" + encodeURIComponent(runId) + batchQuery();
   return link;
 }
 
@@ -42,7 +50,7 @@ function runRow(run) {
     } else if (i === 5) {
       if (run.session_id) {
         const link = el("a", "", run.session_id.slice(0, 10));
-        link.href = "/sessions/" + encodeURIComponent(run.session_id);
+        link.href = "/sessions/" + encodeURIComponent(run.session_id) + batchQuery();
         cell.appendChild(link);
       } else {
         cell.textContent = "-";
@@ -150,7 +158,7 @@ class Transcript {
 
 function followRun(runId) {
   const transcript = new Transcript(document.getElementById("transcript"));
-  const source = new EventSource("/api/runs/" + encodeURIComponent(runId) + "/events");
+  const source = new EventSource("/api/runs/" + encodeURIComponent(runId) + "/events" + batchQuery());
   source.onmessage = (event) => {
     const record = JSON.parse(event.data);
     const data = record.data && typeof record.data === "object" ? record.data : {};
@@ -189,7 +197,8 @@ function followRun(runId) {
   stderr.addEventListener("toggle", async () => {
     if (!stderr.open || stderr.dataset.loaded) return;
     stderr.dataset.loaded = "true";
-    const response = await fetch("/api/runs/" + encodeURIComponent(runId) + "/stderr", { credentials: "same-origin" });
+    const url = "/api/runs/" + encodeURIComponent(runId) + "/stderr" + batchQuery();
+    const response = await fetch(url, { credentials: "same-origin" });
     document.getElementById("stderr-text").textContent = response.ok ? visible(await response.text()) : "(no stderr kept)";
   });
 }
