@@ -28,8 +28,11 @@ pytestmark = pytest.mark.anyio
 _TIMEOUT_S = 60
 
 
-def _config(tmp_path: Path, repo: Path, *, workspace: str = "worktree", setup: list[str] | None = None) -> Any:
+def _config(
+    tmp_path: Path, repo: Path, *, workspace: str = "worktree", setup: list[str] | None = None, idle_ms: float = 300000
+) -> Any:
     entry: dict[str, Any] = {
+        "session_idle_ms": idle_ms,
         "kind": "acp",
         "command": PYTHON,
         "args": [str(FAKE_ACP_AGENT)],
@@ -119,6 +122,31 @@ async def test_a_fork_works_on_from_the_sources_files_and_applies_both(tmp_path:
         source_record.worktree.base,
         source_record.worktree.base_tree,
     )
+
+
+async def test_a_fork_continued_cold_in_a_new_host_keeps_the_sources_baseline(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    config = _config(tmp_path, repo, idle_ms=0)
+    with anyio.fail_after(_TIMEOUT_S):
+        async with Host.open(config, state_dir=state) as host:
+            source = _value(await _call(host, {"task": _ops(["append", "n.txt", "source\n"])}))
+            fork = _value(await _call(host, {"task": _ops(), "fork_session_id": source["session_id"]}))
+        async with Host.open(config, state_dir=state) as host:
+            task = _ops(["append", "n.txt", "fork\n"])
+            again = _value(await _call(host, {"task": task, "session_id": fork["session_id"]}))
+            closed = await host.execute(
+                "session_close", {"session_id": fork["session_id"]}, signal=CancelController().signal
+            )
+            assert isinstance(closed, ToolSuccess)
+    fork_branch = f"subagent-host/{fork['session_id']}"
+    # The fork's first turn changed nothing itself, yet its delta (cumulative) is the source's recorded work.
+    assert _files(fork) == {"n.txt": ("added", 1)} and fork["changes"]["branch"] == fork_branch
+    assert again["changes"]["base"] == source["changes"]["base"]
+    assert _files(again) == {"n.txt": ("added", 2)}
+    assert git(repo, "show", f"{fork_branch}:n.txt") == "source\nfork\n"
+    assert sorted(our_branches(repo)) == sorted([f"subagent-host/{source['session_id']}", fork_branch])
+    assert worktree_paths(repo) == [str(repo)]
 
 
 async def _wait_until_no_branches(repo: Path) -> None:
