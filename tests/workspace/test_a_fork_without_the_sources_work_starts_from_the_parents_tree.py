@@ -1,7 +1,8 @@
 """``Workspaces.fork`` starts a fork's worktree from the source session's work only when that work is in the fork's
 repository (docs/behaviour.md#workspaces-sessions): the source branch's tip (``changed`` when it holds changes), else
 its baseline commit; a source in another repository, or one whose branch and baseline commit are both gone, gives a
-fresh worktree from the parent's tree, as for any new session, never an error. Real git, no child."""
+fresh worktree from the parent's tree, as for any new session, never an error. A fork's worktree its host left
+behind is salvaged from the source's baseline (its lock reason names it). Real git, no child."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from host.workspace import Baseline, Workspace, Workspaces
+from host.workspace import Baseline, Workspace, Workspaces, read_changes_file
+from host.workspace._worktree import let_go_path
 from tests.workspace._helpers import git, make_repo, our_branches, worktree_paths
 
 pytestmark = pytest.mark.anyio
@@ -79,3 +81,19 @@ async def test_a_fork_of_a_source_whose_branch_and_baseline_are_gone_starts_from
     finally:
         await workspaces.release(fork, keep_branch=False)
     assert our_branches(repo) == [] and worktree_paths(repo) == [str(repo)]
+
+
+async def test_a_forks_worktree_left_by_its_host_is_salvaged_from_the_sources_baseline(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    workspaces = Workspaces(tmp_path / "state")
+    source = await _source(workspaces, repo, edit=True)
+    fork = await workspaces.fork(source, str(repo), "fork")
+    (Path(fork.path) / "m.txt").write_text("fork\n")
+    let_go_path(fork.path)  # as after a removal that was cut off: its lock reason names no live holder any more
+    assert await workspaces.reclaim() == ["fork"]
+    stored = read_changes_file(workspaces.runs_dir, "fork")
+    assert stored is not None and stored.changes.base == source.baseline.commit
+    assert sorted(file.path for file in stored.changes.files) == ["m.txt", "n.txt"]
+    assert git(repo, "show", "subagent-host/fork:m.txt") == "fork\n"
+    assert worktree_paths(repo) == [str(repo)]
+    assert sorted(our_branches(repo)) == ["subagent-host/fork", "subagent-host/source"]
