@@ -104,6 +104,12 @@ class WorktreeLease(Protocol):
         """The session's worktree as its file describes it, to recreate (``None``: the session has none yet)."""
         ...
 
+    @property
+    def fork_source_worktree(self) -> Workspace | None:
+        """For a fork's first turn: the source session's worktree as its facts describe it, to start from its work
+        (``None``: not a fork's first turn, or the source has no worktree)."""
+        ...
+
     async def hold_worktree(self, workspace: Workspace) -> None:
         """The session owns ``workspace`` from now on (its file names it when this returns; removed at its
         close)."""

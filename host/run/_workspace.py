@@ -9,9 +9,9 @@ branch stays when there were changes.
 
 A session's turn (its request carries a ``WorktreeLease``) works in the session's one worktree instead, owned by the
 session id: the one this host holds, else the one the session file describes, recreated from its branch
-(``Workspaces.reopen``), else a new one (the session's first turn), which the session then holds
-(``hold_worktree``). The delta is recorded after every turn as for a one-shot run; ``dispose`` keeps the worktree
-(the session removes it when it is closed).
+(``Workspaces.reopen``), else a new one (the session's first turn; a fork's from the source session's branch,
+``Workspaces.fork``), which the session then holds (``hold_worktree``). The delta is recorded after every turn as
+for a one-shot run; ``dispose`` keeps the worktree (the session removes it when it is closed).
 """
 
 from __future__ import annotations
@@ -146,9 +146,7 @@ class WorkspaceProvider:
                     remove = request.signal.add_listener(lambda _signal: scope.cancel())
                     try:
                         if saved is None:
-                            owner = lease.session_id
-                            max_bytes = entry.max_baseline_bytes
-                            made.append(await self._workspaces.acquire(cwd, owner, max_baseline_bytes=max_bytes))
+                            made.append(await self._first_worktree(lease, cwd))
                         else:
                             made.append(await self._workspaces.reopen(saved))
                         setup_ok = await self._run_setup(made[0])
@@ -173,6 +171,13 @@ class WorkspaceProvider:
         if made:
             await lease.hold_worktree(workspace)  # the session owns it now: removed when it goes cold or is closed
         return _WorktreeRun(run, workspace, self._workspaces, request.on_frame, owns_worktree=False)
+
+    async def _first_worktree(self, lease: WorktreeLease, cwd: str) -> Workspace:
+        """A session's first worktree: a fork's from the source session's work, any other from the parent's tree."""
+        owner, source, max_bytes = lease.session_id, lease.fork_source_worktree, self._entry.max_baseline_bytes
+        if source is None:
+            return await self._workspaces.acquire(cwd, owner, max_baseline_bytes=max_bytes)
+        return await self._workspaces.fork(source, cwd, owner, max_baseline_bytes=max_bytes)
 
     async def _run_setup(self, workspace: Workspace) -> bool:
         entry = self._entry

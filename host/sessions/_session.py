@@ -42,6 +42,9 @@ class Session:
     """``time.monotonic()`` when the last turn ended (the idle and LRU clocks)."""
     file_stamp: tuple[int, int, int] | None = None
     """The session file's stamp at this host's last write or read (``host.sessions._watch``)."""
+    fork_source: SessionRecord | None = None
+    """The record of the session this one was forked from (``fork_session_id``; ``None``: not a fork, or a fork
+    loaded from its file); its first turn starts its worktree from the source's work."""
 
     @property
     def id(self) -> str:
@@ -153,6 +156,15 @@ class TurnLease:
         """The session's worktree as its file describes it."""
         facts = self._session.record.worktree
         return workspace_of(self._session.id, facts) if facts is not None else None
+
+    @property
+    def fork_source_worktree(self) -> Workspace | None:
+        """For a fork's first turn: the source session's worktree as the source's record describes it now (its
+        branch holds the source's recorded turns); ``None`` for any other turn, or a source without a worktree."""
+        source = self._session.fork_source
+        if source is None or source.worktree is None or self._session.record.turns:
+            return None
+        return workspace_of(source.session_id, source.worktree)
 
     async def hold_worktree(self, workspace: Workspace) -> None:
         """The session owns ``workspace`` from now on (its file names it when this returns)."""

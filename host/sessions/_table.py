@@ -103,11 +103,11 @@ class SessionTable:
         """
         if session_id is not None:
             return self._lookup(session_id, provider), None
-        fork_of: str | None = None
+        fork_of, source = None, None
         if fork_session_id is not None:
-            source = self._lookup(fork_session_id, provider)
-            check_forkable(source.record)
-            fork_of = source.record.agent_session_id
+            source = self._lookup(fork_session_id, provider).record
+            check_forkable(source)
+            fork_of = source.agent_session_id
             if fork_of is None:
                 raise session_expired(kind)
         stamp = now()
@@ -120,7 +120,7 @@ class SessionTable:
             last_used=stamp,
             label=label,
         )
-        session = Session(record, idle_ms)
+        session = Session(record, idle_ms, fork_source=source)  # a fork's worktree starts from the source's work
         self._sessions[session.id] = session
         return session, fork_of
 

@@ -109,8 +109,8 @@ class DelegateArgs(BaseModel):
     )
     fork_session_id: StrictStr | None = Field(
         default=None,
-        description="Start a new session forked from this one (the child starts with its context), if the agent "
-        "supports forking.",
+        description="Start a new session forked from this one (the child starts with its context and, in a "
+        "worktree, its files as of its last turn), if the agent supports forking.",
     )
     if_lost: Literal["error", "new"] = Field(
         default="error",

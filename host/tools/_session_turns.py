@@ -111,10 +111,12 @@ def open_session_turn(
     )
     if on_session is not None:
         on_session(session.id)
-    # The first turn fixes the session's workspace; a later one inherits it, and may not ask for the other.
+    # The first turn fixes the session's workspace (a fork's: the source's, unless it asks); a later one inherits
+    # it, and may not ask for the other.
     has = session.record.workspace
     if has is None:
-        has = session.record.workspace = args.workspace or entry.workspace
+        source = session.fork_source.workspace if session.fork_source is not None else None
+        has = session.record.workspace = args.workspace or source or entry.workspace
     elif args.workspace is not None and args.workspace != has:
         raise SessionWorkspaceError(OTHER_WORKSPACE.format(session_id=session.id, has=has, asked=args.workspace))
     fork_source = args.fork_session_id

@@ -28,6 +28,7 @@ from host.workspace._baseline import (
     probe_repository,
 )
 from host.workspace._changes import Changes
+from host.workspace._fork import fork_start
 from host.workspace._git import RepoLocks, check_git_version, git
 from host.workspace._reopen import WORKTREE_IN_USE, WORKTREE_LOST, reopen_worktree, retire_branch
 from host.workspace._store import patch_path, read_changes_file, remove_run_files
@@ -99,9 +100,40 @@ class Workspaces:
         branch_of(owner)
         await check_git_version()
         repo = await probe_repository(cwd)
+        return await self._acquire_in(repo, owner, max_baseline_bytes)
+
+    async def _acquire_in(self, repo: Repository, owner: str, max_baseline_bytes: int) -> Workspace:
         baseline = await capture_baseline(repo, self._scratch, max_baseline_bytes)
         self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
         return await create_worktree(repo, baseline, owner, self._root / owner, self._locks)
+
+    async def fork(
+        self, source: Workspace, cwd: str, owner: str, *, max_baseline_bytes: int = DEFAULT_MAX_BASELINE_BYTES
+    ) -> Workspace:
+        """A new locked worktree for ``owner``, the fork of the session whose worktree ``source`` describes (its
+        session file's facts): branch ``subagent-host/<owner>`` at the tip of the source's branch (its baseline
+        commit when the branch is gone), with the source's baseline, so the fork's delta is cumulative from the
+        same point as the source's. When ``cwd`` is in another repository, or neither the branch nor the baseline
+        is left: a fresh worktree from the parent's tree at ``cwd``, as ``acquire`` makes.
+
+        Raises:
+            WorkspaceError: as ``acquire`` (the baseline's size only when the parent's tree is captured); nothing
+                is left behind, and the source's worktree and branch are never written.
+            ValueError: ``owner`` cannot name a branch and a directory.
+        """
+        branch_of(owner)
+        await check_git_version()
+        repo = await probe_repository(cwd)
+        start = await fork_start(source, repo)
+        if start is None:
+            logger.info("subagent-host: fork %s of session %s starts from the parent's tree", owner, source.owner)
+            return await self._acquire_in(repo, owner, max_baseline_bytes)
+        self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self._root / owner
+        workspace = await create_worktree(repo, source.baseline, owner, path, self._locks, start=start.commit)
+        workspace.changed = start.tree != source.baseline.tree
+        logger.info("subagent-host: fork %s of session %s starts from its %s", owner, source.owner, start.origin)
+        return workspace
 
     async def setup(
         self, workspace: Workspace, argv: Sequence[str], *, env: Mapping[str, str], timeout_ms: float

@@ -126,9 +126,12 @@ def dead_lock_reason(reason: str, path: str | os.PathLike[str]) -> str | None:
     return None if alive else base
 
 
-async def create_worktree(repo: Repository, baseline: Baseline, owner: str, path: Path, locks: RepoLocks) -> Workspace:
-    """``git worktree add --lock`` on a new branch ``subagent-host/<owner>`` at the baseline, then copy the ignored
-    files ``.worktreeinclude`` names. On any failure nothing is left behind."""
+async def create_worktree(
+    repo: Repository, baseline: Baseline, owner: str, path: Path, locks: RepoLocks, *, start: str | None = None
+) -> Workspace:
+    """``git worktree add --lock`` on a new branch ``subagent-host/<owner>`` at ``start`` (default: the baseline
+    commit; a fork: the source session's branch tip), then copy the ignored files ``.worktreeinclude`` names. On any
+    failure nothing is left behind (the worktree and the new branch are removed)."""
     branch = branch_of(owner)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     workspace = Workspace(owner=owner, repo=repo, path=str(path), branch=branch, baseline=baseline)
@@ -145,7 +148,7 @@ async def create_worktree(repo: Repository, baseline: Baseline, owner: str, path
                     "-b",
                     branch,
                     str(path),
-                    baseline.commit,
+                    start or baseline.commit,
                 ],
                 cwd=repo.toplevel,
             )
