@@ -81,6 +81,7 @@ def _summary(record: SessionRecord) -> dict[str, Any]:
         "label": record.label,
         "workspace": record.workspace,
         "branch": record.worktree.branch if record.worktree is not None else None,
+        "forked_from": record.forked_from,
     }
 
 
@@ -119,6 +120,8 @@ def _show(state_dir: Path, record: SessionRecord, *, as_json: bool) -> int:
         f"last used: {neutralise(record.last_used)}",
         f"cwd: {neutralise(record.cwd or '-')}",
     ]
+    if record.forked_from is not None:
+        lines.append(f"forked from: {neutralise(record.forked_from)}")
     if record.worktree is not None:
         lines.append(f"workspace: worktree on branch {neutralise(record.worktree.branch)}")
     for number, run_id in enumerate(record.runs, start=1):

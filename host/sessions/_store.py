@@ -115,6 +115,8 @@ class SessionRecord(BaseModel):
     """The session's workspace, fixed by its first turn (``None``: a file from before workspaces were recorded)."""
     worktree: SessionWorktree | None = None
     """A ``worktree`` session's worktree, once its first turn made it."""
+    forked_from: str | None = None
+    """The session this one was forked from (the call's ``fork_session_id``; ``None``: not a fork)."""
 
 
 def sessions_dir(state_dir: Path) -> Path:

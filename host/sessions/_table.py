@@ -119,6 +119,7 @@ class SessionTable:
             created=stamp,
             last_used=stamp,
             label=label,
+            forked_from=fork_session_id,
         )
         session = Session(record, idle_ms, fork_source=source)  # a fork's worktree starts from the source's work
         self._sessions[session.id] = session

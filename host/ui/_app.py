@@ -234,14 +234,19 @@ def create_app(state_dir: Path, *, allowed_hosts: Collection[str] | None, token:
         records = records_dir(state_dir, batch)
         if records is None or not NAME_PATTERN.fullmatch(session_id):
             return None
-        meta = read_sessions(records.path).get(session_id)
-        turns = [row for row in indexes.of(records.path).refresh() if row.session_id == session_id]
+        sessions = read_sessions(records.path)
+        meta = sessions.get(session_id)
+        rows = indexes.of(records.path).refresh()
+        turns = [row for row in rows if row.session_id == session_id]
         if meta is None and not turns:
             return None
         turns.sort(key=lambda row: (row.turn if row.turn is not None else 1 << 62, row.started, row.run_id))
         kept = meta is not None
         meta = meta if meta is not None else _meta_of_turns(records.path, turns)
-        return session_page(session_id, meta, turns, kept=kept, batch=records.batch)
+        source, fork_source = meta.get("forked_from"), None
+        if isinstance(source, str) and NAME_PATTERN.fullmatch(source):
+            fork_source = (source, source in sessions or any(row.session_id == source for row in rows))
+        return session_page(session_id, meta, turns, kept=kept, batch=records.batch, fork_source=fork_source)
 
     async def session(request: Request) -> Response:
         batch = request.query_params.get("batch")

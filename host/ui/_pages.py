@@ -177,16 +177,27 @@ def sessions_page(sessions: Sequence[Mapping[str, Any]], *, batch: str | None = 
 
 
 def session_page(
-    session_id: str, meta: Mapping[str, Any], turns: Sequence[RunRow], *, kept: bool, batch: str | None = None
+    session_id: str,
+    meta: Mapping[str, Any],
+    turns: Sequence[RunRow],
+    *,
+    kept: bool,
+    batch: str | None = None,
+    fork_source: tuple[str, bool] | None = None,
 ) -> str:
     """One session's turns, in order, each linking to its run; ``kept=False``: the session has no file (its facts
     come from its turns' records), and the page says it cannot be continued; ``batch``: the subdirectory batch whose
-    records hold it (the run links carry it)."""
+    records hold it (the run links carry it); ``fork_source``: the id of the session it was forked from (checked
+    against ``NAME_PATTERN``) and whether the state directory still knows that session (then it is a link)."""
     facts = "".join(
         f"<dt>{text(name)}</dt><dd>{text(meta.get(name, '-'))}</dd>"
         for name in ("provider", "state", "cwd", "created", "last_used")
         if name in meta
     )
+    if fork_source is not None:  # a session id the state directory knows: a link (one it no longer knows: text)
+        source, known = fork_source
+        shown = f'<a href="{session_href(source, batch)}">{text(source[:12])}</a>' if known else text(source)
+        facts += f'<dt>forked from</dt><dd id="session-fork-source">{shown}</dd>'
     items = "".join(
         f'<li><a href="{run_href(row.run_id, batch)}">turn {row.turn or i}: {text(row.run_id[:8])}</a> '
         f'<span class="status status-{text(row.status)}">{text(row.status)}</span> {text(row.task)}</li>'
