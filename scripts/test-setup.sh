@@ -74,3 +74,10 @@ if [ -z "$git_version" ] || [ "$(printf '%s\n' "$git_version" "2 36" | sort -k1,
     "${as_root[@]}" apt-get update -qq
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null
 fi
+
+# setpriv (util-linux), which tests/acp_provider/test_provider_entry.py uses when the tests run as root: it drops
+# CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so root meets a directory without search permission as a user does.
+if [ "$(id -u)" -eq 0 ] && ! command -v setpriv >/dev/null 2>&1; then
+    apt-get update -qq
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq util-linux >/dev/null
+fi

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -18,6 +19,7 @@ from host.config import AcpEntryConfig
 from host.config._loader import parse_config
 from host.run._contracts import AgentOptions, SubagentRequest, check_capabilities
 from tests.acp_provider._helpers import PROCESS_TIMEOUT_S, agent_entry, make_request, task_group
+from tests.cli._helpers import CONSOLE_SCRIPT, acp_entry, cli_env, write_config
 from tests.conftest import FAKE_ACP_AGENT, PYTHON
 from tests.tools._helpers import acp_config
 
@@ -86,13 +88,18 @@ def test_a_missing_command_and_an_unknown_kind_are_rejected(tmp_path: Path) -> N
     assert str(other.value) == 'subagent-host: providers.acp.kind must be "acp" or "dsh-sdk"'
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root searches any directory")
 def test_a_config_cwd_without_search_permission_is_rejected(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o600)
-    with pytest.raises(ConfigError) as caught:
-        load_entry({"cwd": str(locked)}, base_dir=tmp_path)
-    assert str(caught.value) == f"subagent-acp: config cwd is not an accessible directory: {locked}"
+    config = write_config(tmp_path, {"acp": {**acp_entry(), "cwd": str(locked)}})
+    argv = [CONSOLE_SCRIPT, "run", "--config", str(config), "--no-record", "go"]
+    if os.geteuid() == 0:  # root searches any directory: without these two capabilities it cannot
+        argv = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *argv]
+    done = subprocess.run(argv, capture_output=True, cwd=tmp_path, env=cli_env(), timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode() == (
+        f"subagent-acp: config cwd is not an accessible directory: {locked} (providers.acp in {config})\n"
+    )
 
 
 @pytest.mark.anyio
