@@ -143,12 +143,16 @@ def find_run(state_dir: Path, prefix: str) -> StoredRun:
     """The run whose id is ``prefix`` or uniquely starts with it.
 
     Raises:
-        RunNotFoundError: no run id starts with ``prefix``.
+        RunNotFoundError: no run id starts with ``prefix`` (or its transcript went, or stopped being a regular
+            file, since the listing).
         AmbiguousRunError: several do (and none equals it).
     """
     path = find_transcript(state_dir, prefix)
     runs, run_id = path.parent, path.name[: -len(_SUFFIX)]
-    records = read_records(path)
+    try:
+        records = read_records(path)
+    except OSError:  # removed, or replaced by something not a regular file, since the listing
+        raise RunNotFoundError(prefix) from None
     try:
         stderr: bytes | None = read_regular(stderr_path(runs, run_id), _MAX_STDERR_BYTES)
     except OSError:  # none kept; or not a regular file of at most _MAX_STDERR_BYTES (the host never writes one)

@@ -23,7 +23,8 @@ NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """A run or session id as the host mints them (uuid4, token_urlsafe); anything else is not found."""
 _MAX_PATCH_BYTES: Final = 4 * 1024 * 1024
 _MAX_STDERR_BYTES: Final = 256 * 1024
-_MAX_SESSION_BYTES: Final = 64 * 1024
+_MAX_SESSION_BYTES: Final = 16 * 1024 * 1024
+"""As the host's own bound on a session file (``host/sessions/_store.py``): a turn adds ~40 bytes, its run id."""
 _HEAD_BYTES: Final = 256 * 1024
 
 

@@ -1,15 +1,17 @@
 """The dashboard reads a run's patch and stderr, and the session files, only when each is a regular file
 (docs/behaviour.md#records-files-and-modes): with a FIFO or a symlink to ``/dev/zero`` named like one, the run page,
 its stderr and the sessions pages answer at once, as if the file were not there. A FIFO used to hold a worker
-thread in ``open()`` per request (anyio's 40 threads, then every page hung)."""
+thread in ``open()`` per request (anyio's 40 threads, then every page hung). A session file is read up to the
+host's own bound (16 MiB), so a session of thousands of turns is listed too (64 KiB used to drop it)."""
 
 from __future__ import annotations
 
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
-from host.sessions._store import new_session_id
+from host.sessions._store import SessionRecord, new_session_id, write_session_file
 from tests._state_file_helpers import fifo_at, symlink_to_dev_zero, write_finished_run
 from tests.ui._helpers import ui_server
 
@@ -53,3 +55,17 @@ def test_a_runs_fifo_stderr_and_patch_and_a_fifo_session_answer_at_once(tmp_path
     assert session_page[0] == 404
     assert zero_page[0] == 200
     assert zero_stderr == (404, "")
+
+
+def test_a_session_of_thousands_of_turns_is_listed(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    stamp = "2026-12-05T05:00:00.000Z"
+    runs = [str(uuid.UUID(int=index)) for index in range(3000)]  # ~120 KiB: the host reads files up to 16 MiB
+    record = SessionRecord(
+        session_id=new_session_id(), provider="acp", kind="acp", created=stamp, last_used=stamp, turns=3000, runs=runs
+    )
+    write_session_file(state, record)
+    with ui_server(state) as url:
+        status, body = _get(f"{url}sessions")
+    assert status == 200
+    assert record.session_id in body
