@@ -1,6 +1,7 @@
 """The dashboard reads a run's patch and stderr, and the session files, only when each is a regular file
 (docs/behaviour.md#records-files-and-modes): with a FIFO or a symlink to ``/dev/zero`` named like one, the run page,
-its stderr and the sessions pages answer at once, as if the file were not there. A FIFO used to hold a worker
+its stderr, the sessions pages and a batch's page (its ``summary.json``) answer at once, as if the file were not
+there. A FIFO used to hold a worker
 thread in ``open()`` per request (anyio's 40 threads, then every page hung). A session file is read up to the
 host's own bound (16 MiB), so a session of thousands of turns is listed too (64 KiB used to drop it)."""
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from host.sessions._store import SessionRecord, new_session_id, write_session_file
 from tests._state_file_helpers import fifo_at, symlink_to_dev_zero, write_finished_run
-from tests.ui._helpers import ui_server
+from tests.ui._helpers import ui_server, write_batch
 
 PROMPT_S = 10.0
 """How long one page may take (a FIFO's blocked reader is released only after ``RELEASE_S``)."""
@@ -69,3 +70,12 @@ def test_a_session_of_thousands_of_turns_is_listed(tmp_path: Path) -> None:
         status, body = _get(f"{url}sessions")
     assert status == 200
     assert record.session_id in body
+
+
+def test_a_batch_whose_summary_is_a_fifo_answers_at_once(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    write_batch(state / "nightly", [{"id": "a", "run_id": str(uuid.uuid4()), "stop_reason": "completed"}])
+    with ui_server(state) as url, fifo_at(state / "nightly" / "summary.json", release_after_s=RELEASE_S):
+        status, body = _get(f"{url}batch?name=nightly")
+    assert status == 200
+    assert "nightly" in body
