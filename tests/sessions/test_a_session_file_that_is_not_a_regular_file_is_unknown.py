@@ -1,7 +1,7 @@
 """A session file that is not what the host wrote (a FIFO, a symlink to ``/dev/zero``, an over-large file) reads as
-no session, at once (docs/behaviour.md#records-files-and-modes): continuing it is ``unknown session`` as for a
-missing file, and ``sessions list|show`` answer without it. A FIFO used to block the event loop in ``open()``
-(hanging the whole host); ``/dev/zero`` used to be read without bound."""
+no session, at once (docs/behaviour.md#records-files-and-modes): continuing it (``Host`` or ``serve``) is ``unknown
+session`` as for a missing file, and ``sessions list|show`` answer without it. A FIFO used to block the event loop
+in ``open()`` (hanging the whole host); ``/dev/zero`` used to be read without bound."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 import pytest
 
 from host import CancelController, Host, ToolResult
@@ -18,7 +19,8 @@ from host.sessions import read_session_file
 from host.sessions._store import SessionRecord, new_session_id, write_session_file
 from tests._state_file_helpers import fifo_at, memory_bounded, symlink_to_dev_zero
 from tests.cli._helpers import CONSOLE_SCRIPT, cli_env
-from tests.sessions._helpers import session_config
+from tests.server._helpers import SERVE_TIMEOUT_S, client_session, write_config
+from tests.sessions._helpers import session_config, session_entry
 
 PROMPT_S = 10.0
 """How long an answer may take (a blocked reader is released only after ``RELEASE_S``, so the test fails)."""
@@ -94,3 +96,20 @@ def test_sessions_list_and_show_answer_at_once_past_a_fifo_and_dev_zero(tmp_path
     for session_id, shown in ((fifo_id, shown_fifo), (zero_id, shown_zero)):
         assert shown.returncode == 1, shown.stderr
         assert shown.stderr.decode().splitlines()[-1] == f'subagent-host: no session "{session_id}"'
+
+
+@pytest.mark.anyio
+async def test_serve_answers_a_session_whose_file_is_a_fifo_and_keeps_serving(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    session_id = new_session_id()
+    config = write_config(tmp_path, {"agent": session_entry(tmp_path)})
+    with fifo_at(state / "sessions" / f"{session_id}.json", release_after_s=SERVE_TIMEOUT_S):
+        with anyio.fail_after(SERVE_TIMEOUT_S):
+            async with client_session(config, "--state-dir", str(state)) as session:
+                with anyio.fail_after(PROMPT_S):  # the server's event loop used to block in open() on the FIFO
+                    continued = await session.call_tool("delegate_agent", {"task": "x", "session_id": session_id})
+                    listed = await session.call_tool("session_list", {})
+    assert continued.is_error
+    (block,) = continued.content
+    assert isinstance(block, types.TextContent) and block.text == f"Error: unknown session {session_id}"
+    assert not listed.is_error
