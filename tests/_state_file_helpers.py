@@ -72,3 +72,13 @@ def write_finished_run(state: Path) -> str:
     ]
     (runs / f"{run_id}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return run_id
+
+
+def sparse_file(path: Path, head: bytes, size: int = 8 * 1024**3) -> Path:
+    """A regular file of ``size`` bytes (a hole on disk: nothing is written) starting with ``head``, then NULs with
+    no newline: a huge file named like a state file."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(path, "wb") as file:
+        file.write(head)
+        file.truncate(size)
+    return path

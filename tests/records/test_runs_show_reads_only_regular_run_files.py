@@ -1,6 +1,7 @@
 """``runs show`` reads a run's stderr tail and patch only when each is a regular file (docs/behaviour.md#records-files-
 and-modes): a FIFO named like one answers at once as no stderr / no patch (it used to block ``open()`` until a writer
 came), and a symlink to ``/dev/zero`` is never followed (it used to be read without bound). The records still show.
+A huge transcript whose last line never ends is read up to its longest possible record (64 MiB), not whole.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests._state_file_helpers import fifo_at, memory_bounded, symlink_to_dev_zero, write_finished_run
+from tests._state_file_helpers import fifo_at, memory_bounded, sparse_file, symlink_to_dev_zero, write_finished_run
 from tests.cli._helpers import CONSOLE_SCRIPT, cli_env
 
 CLI_PROMPT_S = 20.0
@@ -56,3 +57,22 @@ def test_a_stderr_symlinked_to_dev_zero_is_not_read(tmp_path: Path) -> None:
     assert json.loads(stderr.stdout)["stderr"] == ""
     assert patch.returncode == 1
     assert patch.stderr.decode() == f'subagent-host: no kept changes match "{run_id}"\n'
+
+
+def test_a_transcript_line_without_end_is_read_only_up_to_the_record_bound(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    run_id = write_finished_run(state)
+    transcript = state / "runs" / f"{run_id}.jsonl"
+    sparse_file(transcript, transcript.read_bytes())  # 8 GiB: its records, then NULs and no newline
+    shown = _show(state, run_id, "--json")
+    listed = subprocess.run(
+        memory_bounded(CONSOLE_SCRIPT, "runs", "list", "--json", "--state-dir", str(state)),
+        capture_output=True,
+        env=cli_env(),
+        timeout=CLI_PROMPT_S,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert [record["type"] for record in json.loads(shown.stdout)["records"]] == ["run/start", "prompt", "run/end"]
+    assert listed.returncode == 0, listed.stderr
+    assert run_id in listed.stdout.decode()

@@ -17,7 +17,7 @@ import pytest
 from host import CancelController, Host, ToolResult
 from host.sessions import read_session_file
 from host.sessions._store import SessionRecord, new_session_id, write_session_file
-from tests._state_file_helpers import fifo_at, memory_bounded, symlink_to_dev_zero
+from tests._state_file_helpers import fifo_at, memory_bounded, sparse_file, symlink_to_dev_zero
 from tests.cli._helpers import CONSOLE_SCRIPT, cli_env
 from tests.server._helpers import SERVE_TIMEOUT_S, client_session, write_config
 from tests.sessions._helpers import session_config, session_entry
@@ -75,13 +75,14 @@ def test_a_symlink_or_an_over_large_file_reads_as_no_session(tmp_path: Path) -> 
     assert loaded is not None and len(loaded.runs) == 1000
 
 
-def test_sessions_list_and_show_answer_at_once_past_a_fifo_and_dev_zero(tmp_path: Path) -> None:
+def test_sessions_list_and_show_answer_at_once_past_a_fifo_dev_zero_and_a_huge_file(tmp_path: Path) -> None:
     state = tmp_path / "state"
     kept = _saved_session(state)
-    fifo_id, zero_id = new_session_id(), new_session_id()
+    fifo_id, zero_id, huge_id = new_session_id(), new_session_id(), new_session_id()
     symlink_to_dev_zero(state / "sessions" / f"{zero_id}.json")
+    sparse_file(state / "sessions" / f"{huge_id}.json", b"{")  # 8 GiB, nothing on disk
     with fifo_at(state / "sessions" / f"{fifo_id}.json", release_after_s=CLI_PROMPT_S + 10):
-        listed, shown_fifo, shown_zero = (
+        listed, shown_fifo, shown_zero, shown_huge = (
             subprocess.run(
                 memory_bounded(CONSOLE_SCRIPT, "sessions", *args, "--state-dir", str(state)),
                 capture_output=True,
@@ -89,11 +90,11 @@ def test_sessions_list_and_show_answer_at_once_past_a_fifo_and_dev_zero(tmp_path
                 timeout=CLI_PROMPT_S,
                 check=False,
             )
-            for args in (("list", "--json"), ("show", fifo_id), ("show", zero_id))
+            for args in (("list", "--json"), ("show", fifo_id), ("show", zero_id), ("show", huge_id))
         )
     assert listed.returncode == 0, listed.stderr
     assert [session["session_id"] for session in json.loads(listed.stdout)["sessions"]] == [kept]
-    for session_id, shown in ((fifo_id, shown_fifo), (zero_id, shown_zero)):
+    for session_id, shown in ((fifo_id, shown_fifo), (zero_id, shown_zero), (huge_id, shown_huge)):
         assert shown.returncode == 1, shown.stderr
         assert shown.stderr.decode().splitlines()[-1] == f'subagent-host: no session "{session_id}"'
 
