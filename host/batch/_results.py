@@ -8,14 +8,17 @@ driver is its only writer (an exclusive ``flock`` while it is open: a second bat
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from host._files import NotRegularFileError, open_regular
 from host.records import encode_line
 
 __all__ = ["RESULTS_FILE_NAME", "RESULT_SCHEMA", "DoneItem", "ResultsFile", "ResultsLockedError"]
@@ -23,6 +26,8 @@ __all__ = ["RESULTS_FILE_NAME", "RESULT_SCHEMA", "DoneItem", "ResultsFile", "Res
 RESULTS_FILE_NAME: Final = "results.jsonl"
 RESULT_SCHEMA: Final = 1
 """The ``schema`` member of every result line."""
+_OPEN_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""Never through a symlink, never waiting on a FIFO (the file is then refused: it is not a regular file)."""
 _FILE_MODE: Final = 0o600
 _READ_SIZE: Final = 1 << 16
 
@@ -54,10 +59,21 @@ class ResultsFile:
 
         Raises:
             ResultsLockedError: another batch has it open.
+            NotRegularFileError: it is a symlink, a FIFO or anything else but a regular file (never followed or
+                waited on).
             OSError: it cannot be created or opened.
         """
         path = outdir / RESULTS_FILE_NAME
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+        try:
+            fd = os.open(path, _OPEN_FLAGS, _FILE_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise NotRegularFileError(errno.ELOOP, "results.jsonl is a symlink", str(path)) from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise NotRegularFileError(errno.EINVAL, "results.jsonl is not a regular file", str(path))
+        os.set_blocking(fd, True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -131,7 +147,7 @@ def _cut_torn_tail(fd: int) -> None:
 
 
 def _lines(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as file:
+    with open_regular(path) as file:
         yield from file
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from host._files import NotRegularFileError, open_regular
 from host.records import resolve_state_dir
 
 __all__ = [
@@ -81,10 +82,10 @@ def collect_run_files(runs_dir: Path, run_ids: Iterable[str]) -> tuple[RunFile, 
                 continue
             path = runs_dir / name
             try:
-                with open(path, "rb") as file:
+                with open_regular(path) as file:
                     data = file.read(INLINE_FILE_BYTES + 1)
                     size = os.fstat(file.fileno()).st_size
-            except FileNotFoundError:
+            except (FileNotFoundError, NotRegularFileError):  # the host writes only regular files there
                 continue
             if len(data) > INLINE_FILE_BYTES:
                 found.append(RunFile(name, size, None))
@@ -100,11 +101,11 @@ def read_chunk(runs_dir: Path, name: str, offset: int) -> bytes:
 
     Raises:
         ValueError: ``name`` is not a run file's name.
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or it is not a regular file (``NotRegularFileError``).
     """
     if not is_run_file_name(name):
         raise ValueError(f"not a run file: {name!r}")
-    with open(runs_dir / name, "rb") as file:
+    with open_regular(runs_dir / name) as file:
         file.seek(offset)
         return file.read(CHUNK_BYTES)
 

@@ -5,7 +5,9 @@ The conflicting paths ``runs apply`` lists are the child's file names: neutralis
 
 from __future__ import annotations
 
+import codecs
 import os
+import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any, Final, cast
 import anyio
 
 from host._exceptions import WorkspaceError
+from host._files import open_regular
 from host.cli._render import neutralise
 from host.cli._support import JSON_SCHEMA_VERSION, json_line
 from host.sessions import sessions_dir
@@ -25,6 +28,7 @@ __all__ = ["apply_run", "changes_lines", "delete_pruned_branches", "reclaim_work
 _EXIT_OK: Final = 0
 _EXIT_FAILED: Final = 1
 _CHANGES_SUFFIX: Final = ".changes.json"
+_PATCH_CHUNK_BYTES: Final = 1024 * 1024  # how much of a patch `runs show --patch` holds at once
 _NO_PATCH: Final = 'subagent-host: no kept changes match "{prefix}"'
 _AMBIGUOUS: Final = 'subagent-host: run id prefix "{prefix}" is ambiguous: {listed}'
 
@@ -70,16 +74,21 @@ def changes_lines(data: dict[str, Any]) -> list[str]:
 
 
 def show_patch(state_dir: Path, prefix: str) -> int:
-    """``runs show RUN_ID --patch``: the patch bytes as they are (a patch is meant for git, not a terminal)."""
+    """``runs show RUN_ID --patch``: the patch bytes as they are (a patch is meant for git, not a terminal), streamed
+    in chunks (memory stays bounded however large it is); only a regular file is read (a FIFO there is no patch)."""
     try:
         run_id = _resolve(state_dir, prefix)
-        data = patch_path(state_dir / "runs", run_id).read_bytes()
+        patch = open_regular(patch_path(state_dir / "runs", run_id))
     except (LookupError, OSError) as exc:
         return _fail(str(exc) if isinstance(exc, LookupError) else _NO_PATCH.format(prefix=neutralise(prefix)))
-    if sys.stdout.isatty():
-        sys.stdout.write(neutralise(data.decode("utf-8", "replace")))
-    else:
-        sys.stdout.buffer.write(data)
+    with patch:
+        if sys.stdout.isatty():
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            while chunk := patch.read(_PATCH_CHUNK_BYTES):
+                sys.stdout.write(neutralise(decoder.decode(chunk)))
+            sys.stdout.write(neutralise(decoder.decode(b"", final=True)))
+        else:
+            shutil.copyfileobj(patch, sys.stdout.buffer, _PATCH_CHUNK_BYTES)
     sys.stdout.flush()
     return _EXIT_OK
 

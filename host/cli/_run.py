@@ -52,7 +52,7 @@ from host.cli._live import LiveDetail
 from host.cli._output import Output
 from host.cli._select import UsageError, choose_provider, config_error_text, load, with_overrides, workspace
 from host.cli._status import StatusLine
-from host.cli._stderr_tail import print_stderr_tail, runs_show_hint, tail_lines
+from host.cli._stderr_tail import print_stderr_tail, read_tail_lines, runs_show_hint
 from host.cli._support import (
     EXIT_BROKEN_STDOUT,
     EXIT_BY_SIGNAL,
@@ -156,10 +156,7 @@ class _Invocation:
         run_id = self.attempt_id
         if self.state_dir is None or run_id is None:
             return []
-        try:
-            return tail_lines((self.state_dir / "runs" / f"{run_id}.stderr").read_bytes())
-        except OSError:
-            return []
+        return read_tail_lines(self.state_dir / "runs" / f"{run_id}.stderr")
 
     def on_result(self, run_id: str, result: SubagentResult) -> None:
         self.run_id = run_id

@@ -6,12 +6,23 @@ on a terminal, so child text cannot drive it), then, for a recorded run, the ``r
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
+from host._files import open_regular
 from host.cli._output import Output, neutralise
 
-__all__ = ["TAIL_HEADER", "TAIL_MAX_BYTES", "TAIL_MAX_LINES", "print_stderr_tail", "runs_show_hint", "tail_lines"]
+__all__ = [
+    "TAIL_HEADER",
+    "TAIL_MAX_BYTES",
+    "TAIL_MAX_LINES",
+    "print_stderr_tail",
+    "read_tail_lines",
+    "runs_show_hint",
+    "tail_lines",
+]
 
 TAIL_MAX_LINES: Final = 10
 """The most stderr lines a failure shows."""
@@ -19,6 +30,17 @@ TAIL_MAX_BYTES: Final = 2048
 """The most stderr bytes a failure shows."""
 TAIL_HEADER: Final = "subagent-host: the child's stderr ended with:"
 """The one header line above the tail."""
+
+
+def read_tail_lines(path: Path) -> list[str]:
+    """``tail_lines`` of a recorded stderr file, reading only its last ``TAIL_MAX_BYTES`` (none when it is missing or
+    not a regular file: a FIFO there is never waited on)."""
+    try:
+        with open_regular(path) as file:
+            file.seek(max(0, os.fstat(file.fileno()).st_size - TAIL_MAX_BYTES))
+            return tail_lines(file.read(TAIL_MAX_BYTES))
+    except OSError:
+        return []
 
 
 def tail_lines(stderr: bytes | Sequence[str]) -> list[str]:

@@ -19,12 +19,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
+from host._files import open_regular, read_regular
 from host.config import DEFAULT_KEEP_RUNS
 from host.records._paths import runs_dir
-from host.records._writer import jsonl_path, stderr_path
+from host.records._writer import STDERR_TAIL_BYTES, jsonl_path, stderr_path
 
 __all__ = [
     "DEFAULT_KEEP_RUNS",
+    "MAX_RECORD_BYTES",
     "TASK_PREVIEW_CHARS",
     "AmbiguousRunError",
     "PruneOutcome",
@@ -41,11 +43,15 @@ __all__ = [
     "transcript_in_progress",
 ]
 
+MAX_RECORD_BYTES: Final = 64 << 20
+"""The longest transcript line read (``read_records``) or buffered (``TranscriptTail``); a longer one is not."""
 TASK_PREVIEW_CHARS: Final = 60
 """How many characters of the task a summary shows."""
 
 _SUFFIX: Final = ".jsonl"
 _IN_PROGRESS: Final = frozenset({"starting", "running"})
+_MAX_STDERR_BYTES: Final = 4 * STDERR_TAIL_BYTES
+"""The largest stderr tail read (the writer keeps ``STDERR_TAIL_BYTES``); a larger file is not shown."""
 
 
 class RunNotFoundError(LookupError):
@@ -100,10 +106,17 @@ class PruneOutcome:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The records of one transcript, in order; a line that does not parse ends the read (lenient)."""
+    """The records of one transcript, in order; a line that does not parse, or one longer than ``MAX_RECORD_BYTES``,
+    ends the read (lenient).
+
+    Raises:
+        OSError: the transcript cannot be opened, or it is not a regular file (``host._files.open_regular``).
+    """
     records: list[dict[str, Any]] = []
-    with open(path, "rb") as file:
-        for raw in file:
+    with open_regular(path) as file:
+        while raw := file.readline(MAX_RECORD_BYTES + 1):
+            if len(raw) > MAX_RECORD_BYTES:
+                break
             try:
                 record = json.loads(raw)
             except ValueError:
@@ -130,15 +143,19 @@ def find_run(state_dir: Path, prefix: str) -> StoredRun:
     """The run whose id is ``prefix`` or uniquely starts with it.
 
     Raises:
-        RunNotFoundError: no run id starts with ``prefix``.
+        RunNotFoundError: no run id starts with ``prefix`` (or its transcript went, or stopped being a regular
+            file, since the listing).
         AmbiguousRunError: several do (and none equals it).
     """
     path = find_transcript(state_dir, prefix)
     runs, run_id = path.parent, path.name[: -len(_SUFFIX)]
-    records = read_records(path)
     try:
-        stderr: bytes | None = stderr_path(runs, run_id).read_bytes()
-    except FileNotFoundError:
+        records = read_records(path)
+    except OSError:  # removed, or replaced by something not a regular file, since the listing
+        raise RunNotFoundError(prefix) from None
+    try:
+        stderr: bytes | None = read_regular(stderr_path(runs, run_id), _MAX_STDERR_BYTES)
+    except OSError:  # none kept; or not a regular file of at most _MAX_STDERR_BYTES (the host never writes one)
         stderr = None
     return StoredRun(run_id, records, _status(path, records), stderr)
 
@@ -265,8 +282,8 @@ def _sorted_transcripts(state_dir: Path, skip: int = 0) -> list[Path]:
 def _start_timestamp(path: str) -> float | None:
     """The ``run/start`` time on the transcript's first line (``None`` when it is unreadable or not there yet)."""
     try:
-        with open(path, "rb") as file:
-            first = json.loads(file.readline())
+        with open_regular(path) as file:
+            first = json.loads(file.readline(MAX_RECORD_BYTES))
         return datetime.fromisoformat(first["time"]).timestamp()
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -358,7 +375,7 @@ def _locked(path: Path) -> bool:
 def _exclusive(path: Path, *, shared: bool = False) -> Generator[bool]:
     """Try the transcript's lock without blocking; yield whether it was acquired (and hold it meanwhile)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO put there since the listing: no wait
     except FileNotFoundError:
         yield True
         return

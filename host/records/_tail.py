@@ -14,14 +14,13 @@ import os
 from pathlib import Path
 from typing import Any, Final, cast
 
-from host.records._store import transcript_in_progress
+from host._files import open_regular_fd
+from host.records._store import MAX_RECORD_BYTES, transcript_in_progress
 
 __all__ = ["MAX_RECORD_BYTES", "READ_BATCH_BYTES", "TranscriptTail"]
 
 READ_BATCH_BYTES: Final = 1 << 20
 """The most one ``read_records`` call takes from the file (the rest waits for the next call)."""
-MAX_RECORD_BYTES: Final = 64 << 20
-"""The longest line buffered; a longer one is skipped."""
 _CHUNK_BYTES: Final = 64 << 10
 
 
@@ -33,13 +32,13 @@ class TranscriptTail:
         max_record_bytes: the longest line buffered (``MAX_RECORD_BYTES``); a longer one is skipped.
 
     Raises:
-        OSError: the file cannot be opened.
+        OSError: the file cannot be opened, or it is not a regular file (``host._files.open_regular_fd``).
     """
 
     def __init__(self, path: Path, *, max_record_bytes: int = MAX_RECORD_BYTES) -> None:
         self._path = path
         self._max_record_bytes = max_record_bytes
-        self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._fd: int | None = open_regular_fd(path)
         self._partial = bytearray()
         self._skipping = False
         self._drained = False

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
+from host._files import open_regular
 from host.records import transcript_in_progress
 from host.ui._index import read_records_from
 
@@ -170,7 +171,7 @@ def load_batch(state_dir: Path, name: str, cache: ResultsCache | None = None) ->
 def _refreshed(path: Path, parsed: _Parsed | None) -> _Parsed | None:
     """``parsed`` brought up to date with the file (``None``: it cannot be read)."""
     try:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
             stat = os.fstat(file.fileno())
             if parsed is not None and (parsed.inode, parsed.size, parsed.mtime_ns) == (
                 stat.st_ino,
@@ -212,7 +213,7 @@ def _item(line: dict[str, Any]) -> dict[str, Any]:
 
 def _read_summary(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
             value = json.loads(file.read(16 * 1024 * 1024))
     except (OSError, ValueError):
         return {}

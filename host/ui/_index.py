@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
+from host._files import open_regular
 from host.records import prompt_text, transcript_in_progress
 
 __all__ = ["RunFilter", "RunIndex", "RunIndexes", "RunRow", "read_records_from"]
@@ -267,7 +268,7 @@ def _in_progress_status(head: list[dict[str, Any]]) -> str:
 def _head_and_last(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The parsed records of the transcript's head, and its last complete record."""
     try:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:  # a FIFO or symlink put there since the listing: unreadable, no wait
             head_bytes = file.read(_HEAD_BYTES)
             size = os.fstat(file.fileno()).st_size
             if size > len(head_bytes):

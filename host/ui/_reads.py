@@ -2,7 +2,8 @@
 
 Every path is built from the state directory and a name that was checked against ``NAME_PATTERN`` (letters,
 digits, ``_`` and ``-`` only: no slash, no dot) and found in a directory listing, so no request can name a file
-outside the state directory. Every read is bounded. Nothing here writes.
+outside the state directory. Every read is bounded and opens only a regular file, never blocking and never through a
+symlink (``host._files``): a FIFO, a device or a symlink there reads as missing. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Final, cast
 
+from host._files import open_regular
 from host.ui._index import read_records_from
 
 __all__ = ["NAME_PATTERN", "read_patch_files", "read_run_facts", "read_sessions", "read_stderr", "transcript_path"]
@@ -21,7 +23,8 @@ NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """A run or session id as the host mints them (uuid4, token_urlsafe); anything else is not found."""
 _MAX_PATCH_BYTES: Final = 4 * 1024 * 1024
 _MAX_STDERR_BYTES: Final = 256 * 1024
-_MAX_SESSION_BYTES: Final = 64 * 1024
+_MAX_SESSION_BYTES: Final = 16 * 1024 * 1024
+"""As the host's own bound on a session file (``host/sessions/_store.py``): a turn adds ~40 bytes, its run id."""
 _HEAD_BYTES: Final = 256 * 1024
 
 
@@ -36,7 +39,7 @@ def transcript_path(state_dir: Path, run_id: str) -> Path | None:
 def read_run_facts(path: Path) -> dict[str, Any]:
     """The ``run/start`` data of a transcript (empty when unreadable)."""
     try:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
             records, _ = read_records_from(file.read(_HEAD_BYTES))
     except OSError:
         return {}
@@ -113,9 +116,7 @@ def read_sessions(state_dir: Path) -> dict[str, dict[str, Any]]:
 
 def _read_text(path: Path, limit: int) -> str | None:
     try:
-        if path.is_symlink():
-            return None
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
             return file.read(limit).decode("utf-8", errors="replace")
     except OSError:
         return None

@@ -16,6 +16,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from host._files import read_regular
 from host.workspace._changes import Changes
 
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
 _FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_MAX_CHANGES_BYTES: Final = 256 * 1024 * 1024
+"""The largest changes file read (a turn records at most 64 MiB of git's facts; its JSON stays well under four times
+that); a larger one reads as none."""
 """A run id as the host mints them (uuid4): no slash, no dot, so no id names a file outside ``runs_dir``."""
 
 
@@ -83,11 +87,12 @@ class StoredChanges:
 
 def read_changes_file(runs_dir: Path, run_id: str) -> StoredChanges | None:
     """The stored changes of ``run_id``, or ``None`` when it kept none (or the file does not parse, or ``run_id`` is
-    not a run id: ``changes_apply`` takes it from the caller, and a path must not reach a file outside ``runs_dir``)."""
+    not a run id: ``changes_apply`` takes it from the caller, and a path must not reach a file outside ``runs_dir``;
+    or it is not a regular file of at most ``_MAX_CHANGES_BYTES``)."""
     if not _RUN_ID.fullmatch(run_id):
         return None
     try:
-        data = json.loads(changes_path(runs_dir, run_id).read_bytes())
+        data = json.loads(read_regular(changes_path(runs_dir, run_id), _MAX_CHANGES_BYTES))
         return StoredChanges(repo=str(data["repo"]), changes=Changes.model_validate(data["changes"]))
     except (OSError, ValueError, KeyError, TypeError, ValidationError):
         return None

@@ -19,6 +19,7 @@ from typing import Final
 import anyio
 
 from host._exceptions import WorkspaceError
+from host._files import read_regular
 from host.workspace._apply import ApplyOutcome, apply_patch
 from host.workspace._baseline import (
     DEFAULT_MAX_BASELINE_BYTES,
@@ -50,6 +51,8 @@ logger = logging.getLogger(__name__)
 
 _NO_CHANGES: Final = "run {run_id} kept no changes to apply"
 _STALE_HALF_MADE_S: Final = 3600.0
+_MAX_GIT_FACT_BYTES: Final = 64 * 1024
+"""The largest ``.git`` file, ``gitdir`` or ``locked`` read (git writes a path or a reason); larger: unreadable."""
 """A directory under ``worktrees/`` that never became a worktree is removed once it is this old."""
 
 
@@ -63,8 +66,8 @@ def _admin_dir_of(path: Path) -> Path | None:
     this worktree's ``.git`` file: the ``.git`` file lives in the worktree, so the child can rewrite it, and a path
     read from it alone must never choose where the host runs git or reach an error text."""
     try:
-        admin = Path(os.fsdecode((path / ".git").read_bytes()).removeprefix("gitdir:").strip())
-        linked = Path(os.fsdecode((admin / "gitdir").read_bytes()).strip())
+        admin = Path(os.fsdecode(read_regular(path / ".git", _MAX_GIT_FACT_BYTES)).removeprefix("gitdir:").strip())
+        linked = Path(os.fsdecode(read_regular(admin / "gitdir", _MAX_GIT_FACT_BYTES)).strip())
         return admin if admin.is_absolute() and os.path.samefile(linked, path / ".git") else None
     except (OSError, ValueError):
         return None
@@ -232,7 +235,7 @@ class Workspaces:
         if admin is None:
             return False  # not a worktree git links back to (the child may have rewritten its .git file)
         try:
-            reason = (admin / "locked").read_text()
+            reason = read_regular(admin / "locked", _MAX_GIT_FACT_BYTES).decode()
         except (OSError, UnicodeDecodeError):
             return False
         base = dead_lock_reason(reason, path)

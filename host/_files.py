@@ -1,0 +1,86 @@
+"""Opening a file the host wrote under its state directory: only a regular file, never blocking, never unbounded.
+
+Something else may have put a FIFO, a device or a symlink where the host keeps a session file, a run's stderr tail or
+a batch's ``results.jsonl``. A plain ``open()`` of a FIFO blocks until a writer appears (on the event loop that
+hangs the host; in a worker thread it holds the thread), and a symlink to ``/dev/zero`` reads without end. So:
+
+* ``open_regular`` opens with ``O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW`` (a FIFO opens at once, a symlink
+  in the last component is refused: the host never writes one there), checks with ``fstat`` that it is a regular
+  file and refuses anything else with ``NotRegularFileError``. ``O_NONBLOCK`` stays set: it changes nothing for a
+  regular file's reads (Linux), and clearing it would cost two more system calls per open;
+* ``read_regular`` reads such a file whole, refusing one over its ``limit`` with ``FileTooLargeError``.
+
+Both errors are ``OSError``s, so a reader's existing ``except OSError`` treats the file as unreadable. User inputs
+that may legitimately be pipes (the config file, a batch's tasks file, token files) do not come through here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import BinaryIO, Final
+
+__all__ = ["FileTooLargeError", "NotRegularFileError", "open_regular", "open_regular_fd", "read_regular"]
+
+_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+class NotRegularFileError(OSError):
+    """The path names a symlink, a FIFO, a device, a directory or a socket, not a regular file."""
+
+
+class FileTooLargeError(OSError):
+    """A file read whole holds more than the reader's bound."""
+
+
+def open_regular_fd(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of ``path``, if it is a regular file and not a symlink (the caller closes it).
+
+    Raises:
+        NotRegularFileError: it is a symlink (``errno.ELOOP``) or something else (``errno.EINVAL``).
+        OSError: it cannot be opened (``FileNotFoundError``, ``PermissionError``).
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW: the last component is a symlink
+            raise NotRegularFileError(errno.ELOOP, "a symlink", os.fspath(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file", os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for buffered binary reading, as ``open_regular_fd`` opens it (the caller closes it).
+
+    Raises:
+        NotRegularFileError: it is not a regular file.
+        OSError: it cannot be opened.
+    """
+    fd = open_regular_fd(path)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The whole content of the regular file ``path``, at most ``limit`` bytes.
+
+    Raises:
+        FileTooLargeError: it holds more than ``limit`` bytes (``errno.EFBIG``); no more than ``limit + 1`` are read.
+        NotRegularFileError: it is not a regular file.
+        OSError: it cannot be opened or read.
+    """
+    with open_regular(path) as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLargeError(errno.EFBIG, f"larger than {limit} bytes", os.fspath(path))
+    return data
