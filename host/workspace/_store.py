@@ -32,10 +32,10 @@ __all__ = [
 _FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+"""A run id as the host mints them (uuid4): no slash, no dot, so no id names a file outside ``runs_dir``."""
 _MAX_CHANGES_BYTES: Final = 256 * 1024 * 1024
 """The largest changes file read (a turn records at most 64 MiB of git's facts; its JSON stays well under four times
 that); a larger one reads as none."""
-"""A run id as the host mints them (uuid4): no slash, no dot, so no id names a file outside ``runs_dir``."""
 
 
 def patch_path(runs_dir: Path, run_id: str) -> Path:

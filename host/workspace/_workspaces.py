@@ -51,9 +51,9 @@ logger = logging.getLogger(__name__)
 
 _NO_CHANGES: Final = "run {run_id} kept no changes to apply"
 _STALE_HALF_MADE_S: Final = 3600.0
+"""A directory under ``worktrees/`` that never became a worktree is removed once it is this old."""
 _MAX_GIT_FACT_BYTES: Final = 64 * 1024
 """The largest ``.git`` file, ``gitdir`` or ``locked`` read (git writes a path or a reason); larger: unreadable."""
-"""A directory under ``worktrees/`` that never became a worktree is removed once it is this old."""
 
 
 def branch_of_run(run_id: str) -> str:
