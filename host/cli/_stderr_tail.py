@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from host._files import open_regular
+from host.cli._internals import open_regular
 from host.cli._output import Output, neutralise
 
 __all__ = [

@@ -13,6 +13,7 @@ from tests.conftest import REPO_ROOT
 CLI = REPO_ROOT / "host" / "cli"
 SEAM = "host.cli._internals"
 SEAM_IMPORTS = {
+    "host._files": {"open_regular"},
     "host._json": {"format_ms"},
     "host.process": {"scrubbed_names"},
     "host.records": {"encode_line"},
