@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -138,9 +138,9 @@ async def wait_until_removed(path: Path, repo: Path) -> None:
         await anyio.sleep(0.02)
 
 
-async def sigkill_host_once_ready(*args: str, ready: Path, cwd: Path) -> None:
-    """Start the console script with ``args``; once its child wrote ``ready``, SIGKILL the host and wait until the
-    keeper ended the host's fake agents (bounded by ``CLI_TIMEOUT_S``)."""
+async def sigkill_host_once_ready(*args: str, ready: Path, cwd: Path, until: Callable[[], bool] | None = None) -> None:
+    """Start the console script with ``args``; once its child wrote ``ready`` (and ``until`` holds, when given),
+    SIGKILL the host and wait until the keeper ended the host's fake agents (bounded by ``CLI_TIMEOUT_S``)."""
     process = await anyio.open_process(
         [CONSOLE_SCRIPT, *args],
         cwd=cwd,
@@ -152,6 +152,10 @@ async def sigkill_host_once_ready(*args: str, ready: Path, cwd: Path) -> None:
     try:
         with anyio.fail_after(CLI_TIMEOUT_S):
             await wait_for_file(ready)
+            while until is not None:  # polled: the condition is a file another process writes
+                if until():
+                    break
+                await anyio.sleep(0.01)
             agents = fake_agents(process.pid)
             os.kill(process.pid, signal.SIGKILL)
             await process.wait()

@@ -3,6 +3,8 @@ and any command that opens a ``Host``) keeps its delta as a patch and a branch, 
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,14 @@ from tests.workspace._helpers import (
 pytestmark = pytest.mark.anyio
 
 
+def _a_session_holds_a_worktree(state: Path) -> bool:
+    for path in (state / "sessions").glob("*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_bytes()).get("worktree"):
+                return True
+    return False
+
+
 async def _killed_mid_run(tmp_path: Path, repo: Path, state: Path) -> str:
     """Start a worktree run whose child edits and then hangs; SIGKILL the host; return the worktree's owner (the
     call's session id, which names its directory, its branch and the salvaged patch)."""
@@ -30,8 +40,18 @@ async def _killed_mid_run(tmp_path: Path, repo: Path, state: Path) -> str:
     config = worktree_config(
         tmp_path, repo, {"child": {"MOCK_FS_OPS": ops, "MOCK_HANG": "1", "MOCK_READY_FILE": str(ready)}}
     )
+    # Killed once the run's session holds the worktree: its file names it (written in a worker thread, which on a
+    # loaded machine can still be on its way when the child is already working).
     await sigkill_host_once_ready(
-        "run", "--config", str(config), "--state-dir", str(state), "go", ready=ready, cwd=tmp_path
+        "run",
+        "--config",
+        str(config),
+        "--state-dir",
+        str(state),
+        "go",
+        ready=ready,
+        cwd=tmp_path,
+        until=lambda: _a_session_holds_a_worktree(state),
     )
     (worktree,) = [entry for entry in (state / "worktrees").iterdir() if not entry.name.startswith(".")]
     return worktree.name
