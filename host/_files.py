@@ -18,12 +18,22 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from typing import BinaryIO, Final
 
-__all__ = ["FileTooLargeError", "NotRegularFileError", "open_regular", "open_regular_fd", "read_regular"]
+__all__ = [
+    "FileTooLargeError",
+    "NotRegularFileError",
+    "create_temporary",
+    "open_regular",
+    "open_regular_fd",
+    "read_regular",
+]
 
 _OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+_CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_PRIVATE_MODE: Final = 0o600
 
 
 class NotRegularFileError(OSError):
@@ -84,3 +94,22 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     if len(data) > limit:
         raise FileTooLargeError(errno.EFBIG, f"larger than {limit} bytes", os.fspath(path))
     return data
+
+
+def create_temporary(directory: str | os.PathLike[str], name: str) -> tuple[int, str]:
+    """A new private file ``<directory>/.<name>.<random>.tmp`` for a write that ``os.replace`` then publishes as
+    ``name``: created 0600 with ``O_EXCL | O_NOFOLLOW``, so nothing already there (a stale temporary, a planted
+    symlink or FIFO) is ever opened, followed or truncated. Returns the write descriptor and the path (the caller
+    closes the one and replaces or removes the other).
+
+    Raises:
+        OSError: the file cannot be created.
+    """
+    while True:
+        path = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(path, _CREATE_FLAGS, _PRIVATE_MODE)
+        except FileExistsError:  # 48 random bits taken: draw again
+            continue
+        os.fchmod(fd, _PRIVATE_MODE)  # the umask may have masked the mode
+        return fd, path

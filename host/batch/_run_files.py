@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from host._files import NotRegularFileError, open_regular
+from host._files import NotRegularFileError, create_temporary, open_regular
 from host.records import resolve_state_dir
 
 __all__ = [
@@ -52,7 +52,6 @@ def worker_state_dir() -> Path:
     return resolve_state_dir() / WORKER_STATE_SUBDIR
 
 
-_FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
 
 
@@ -132,10 +131,8 @@ def store_run_files(runs_dir: Path, files: Iterable[RunFile], fetch: Callable[[s
         if not is_run_file_name(run_file.name):
             raise ValueError(f"not a run file: {run_file.name!r}")
         target = runs_dir / run_file.name
-        temporary = runs_dir / f".{run_file.name}.{os.getpid()}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _FILE_MODE)
+        fd, temporary = create_temporary(runs_dir, run_file.name)
         try:
-            os.fchmod(fd, _FILE_MODE)
             if run_file.data is not None:
                 _write_all(fd, run_file.data)
             else:
@@ -146,7 +143,7 @@ def store_run_files(runs_dir: Path, files: Iterable[RunFile], fetch: Callable[[s
         except BaseException:
             os.close(fd)
             with contextlib.suppress(FileNotFoundError):
-                temporary.unlink()
+                os.unlink(temporary)
             raise
         os.close(fd)
         os.replace(temporary, target)

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from host._files import create_temporary
 from host.batch._results import RESULT_SCHEMA, DoneItem
 
 __all__ = ["SUMMARY_FILE_NAME", "BatchSummary", "write_summary"]
 
 SUMMARY_FILE_NAME: Final = "summary.json"
-_FILE_MODE: Final = 0o600
 
 
 @dataclass(slots=True)
@@ -103,11 +103,9 @@ def write_summary(outdir: Path, summary: Mapping[str, Any]) -> None:
         OSError: it could not be written.
     """
     path = outdir / SUMMARY_FILE_NAME
-    temporary = outdir / f".{SUMMARY_FILE_NAME}.{os.getpid()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _FILE_MODE)
+    fd, temporary = create_temporary(outdir, SUMMARY_FILE_NAME)
     try:
         try:
-            os.fchmod(fd, _FILE_MODE)  # a stale temporary file keeps its mode through O_TRUNC
             data = memoryview((json.dumps(summary, indent=2) + "\n").encode("utf-8"))
             while data:
                 data = data[os.write(fd, data) :]

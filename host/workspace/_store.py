@@ -7,16 +7,18 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from pydantic import ValidationError
 
-from host._files import read_regular
+from host._files import NotRegularFileError, create_temporary, read_regular
 from host.workspace._changes import Changes
 
 __all__ = [
@@ -57,8 +59,17 @@ def _ensure_dir(runs_dir: Path) -> None:
 def open_patch_file(runs_dir: Path, run_id: str) -> int:
     """A write descriptor on ``<run_id>.patch``, created 0600 (or truncated: a later turn's delta replaces it)."""
     _ensure_dir(runs_dir)
-    fd = os.open(patch_path(runs_dir, run_id), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _FILE_MODE)
-    os.fchmod(fd, _FILE_MODE)
+    # Never through a symlink, never waiting on a FIFO put there (both fail: the patch is not written).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(patch_path(runs_dir, run_id), flags, _FILE_MODE)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file", str(patch_path(runs_dir, run_id)))
+        os.set_blocking(fd, True)
+        os.fchmod(fd, _FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -66,15 +77,19 @@ def write_changes_file(runs_dir: Path, run_id: str, repo: str, changes: Changes)
     """Write ``<run_id>.changes.json`` atomically (temp file + ``os.replace``), 0600."""
     _ensure_dir(runs_dir)
     target = changes_path(runs_dir, run_id)
-    temporary = target.with_name(target.name + ".tmp")
-    body = json.dumps({"schema": 1, "repo": repo, "changes": changes.model_dump(mode="json")}).encode()
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _FILE_MODE)
+    body = memoryview(json.dumps({"schema": 1, "repo": repo, "changes": changes.model_dump(mode="json")}).encode())
+    fd, temporary = create_temporary(runs_dir, target.name)
     try:
-        os.fchmod(fd, _FILE_MODE)
-        os.write(fd, body)
-    finally:
-        os.close(fd)
-    os.replace(temporary, target)
+        try:
+            while body:
+                body = body[os.write(fd, body) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 @dataclass(frozen=True, slots=True)
