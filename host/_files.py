@@ -16,6 +16,7 @@ that may legitimately be pipes (the config file, a batch's tasks file, token fil
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -29,6 +30,7 @@ __all__ = [
     "open_regular",
     "open_regular_fd",
     "read_regular",
+    "write_file_atomically",
 ]
 
 _OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
@@ -113,3 +115,25 @@ def create_temporary(directory: str | os.PathLike[str], name: str) -> tuple[int,
             continue
         os.fchmod(fd, _PRIVATE_MODE)  # the umask may have masked the mode
         return fd, path
+
+
+def write_file_atomically(directory: str | os.PathLike[str], name: str, data: bytes) -> None:
+    """Publish ``data`` as ``<directory>/<name>`` (0600) whole or not at all: written to a ``create_temporary`` file,
+    then ``os.replace``-d over ``name``; the temporary is removed when anything fails.
+
+    Raises:
+        OSError: it could not be written.
+    """
+    fd, temporary = create_temporary(directory, name)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, os.path.join(directory, name))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

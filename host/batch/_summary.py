@@ -7,17 +7,15 @@ are nearest-rank percentiles; ``failed`` lists every item that did not complete 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from host._files import create_temporary
+from host._files import write_file_atomically
 from host.batch._results import RESULT_SCHEMA, DoneItem
 
 __all__ = ["SUMMARY_FILE_NAME", "BatchSummary", "write_summary"]
@@ -102,20 +100,7 @@ def write_summary(outdir: Path, summary: Mapping[str, Any]) -> None:
     Raises:
         OSError: it could not be written.
     """
-    path = outdir / SUMMARY_FILE_NAME
-    fd, temporary = create_temporary(outdir, SUMMARY_FILE_NAME)
-    try:
-        try:
-            data = memoryview((json.dumps(summary, indent=2) + "\n").encode("utf-8"))
-            while data:
-                data = data[os.write(fd, data) :]
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    write_file_atomically(outdir, SUMMARY_FILE_NAME, (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
 
 
 def _percentile(sorted_values: list[float], percent: int) -> float | None:

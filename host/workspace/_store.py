@@ -18,7 +18,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
-from host._files import NotRegularFileError, create_temporary, read_regular
+from host._files import NotRegularFileError, read_regular, write_file_atomically
 from host.workspace._changes import Changes
 
 __all__ = [
@@ -77,19 +77,8 @@ def write_changes_file(runs_dir: Path, run_id: str, repo: str, changes: Changes)
     """Write ``<run_id>.changes.json`` atomically (temp file + ``os.replace``), 0600."""
     _ensure_dir(runs_dir)
     target = changes_path(runs_dir, run_id)
-    body = memoryview(json.dumps({"schema": 1, "repo": repo, "changes": changes.model_dump(mode="json")}).encode())
-    fd, temporary = create_temporary(runs_dir, target.name)
-    try:
-        try:
-            while body:
-                body = body[os.write(fd, body) :]
-        finally:
-            os.close(fd)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    body = json.dumps({"schema": 1, "repo": repo, "changes": changes.model_dump(mode="json")}).encode()
+    write_file_atomically(runs_dir, target.name, body)
 
 
 @dataclass(frozen=True, slots=True)
