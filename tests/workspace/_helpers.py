@@ -19,8 +19,13 @@ from typing import Any, Final
 import anyio
 import anyio.to_thread
 
+from host import CancelController, Host, ToolResult, ToolSuccess
+from host.cancel import CancelSignal
+from host.config import DEFAULT_MAX_WARM_SESSIONS, HostConfig
+from host.config._loader import parse_config
 from tests._provider_helpers import wait_until_gone
 from tests.cli._helpers import CONSOLE_SCRIPT, acp_entry, cli_env, write_config
+from tests.conftest import FAKE_ACP_AGENT, PYTHON
 from tests.sdk_provider._helpers import wait_for_file
 from tests.server._helpers import fake_agents
 
@@ -166,3 +171,49 @@ async def sigkill_host_once_ready(*args: str, ready: Path, cwd: Path, until: Cal
             process.kill()
         with anyio.CancelScope(shield=True):
             await process.aclose()
+
+
+def session_worktree_config(
+    tmp_path: Path,
+    repo: Path,
+    *,
+    idle_ms: float = 300000,
+    workspace: str = "worktree",
+    max_warm: int = DEFAULT_MAX_WARM_SESSIONS,
+    setup: list[str] | None = None,
+    **env: str,
+) -> HostConfig:
+    """A ``child`` entry on the fake agent in ``repo`` whose task is its file edits (``MOCK_FS_OPS_FROM_PROMPT``),
+    echoing its cwds and resuming sessions, in ``workspace``; ``env`` adds ``MOCK_*`` switches."""
+    entry: dict[str, Any] = {
+        "kind": "acp",
+        "command": PYTHON,
+        "args": [str(FAKE_ACP_AGENT)],
+        "dispose_eof_grace_ms": 300,
+        "dispose_grace_ms": 300,
+        "cwd": str(repo),
+        "workspace": workspace,
+        "session_idle_ms": idle_ms,
+        "env": {
+            "MOCK_FS_OPS_FROM_PROMPT": "1",
+            "MOCK_ECHO_CWD": "1",
+            "MOCK_SESSION_RESUME": "1",
+            "MOCK_SESSION_DIR": str(tmp_path),
+            **env,
+        },
+    }
+    if setup is not None:
+        entry["setup"] = setup
+    return parse_config({"providers": {"child": entry}, "host": {"max_warm_sessions": max_warm}})
+
+
+async def call_child(host: Host, arguments: dict[str, Any], signal: CancelSignal | None = None) -> ToolResult:
+    """``delegate_child`` with ``arguments`` (a fresh signal unless one is given)."""
+    return await host.execute("delegate_child", arguments, signal=signal or CancelController().signal)
+
+
+def success_value(result: ToolResult) -> dict[str, Any]:
+    """The value of a successful delegation."""
+    assert isinstance(result, ToolSuccess), result
+    assert isinstance(result.value, dict)
+    return result.value

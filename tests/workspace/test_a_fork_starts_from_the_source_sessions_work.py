@@ -17,55 +17,35 @@ import anyio
 import pytest
 
 from host import CancelController, Host, ToolFailure, ToolResult, ToolSuccess
-from host.config._loader import parse_config
+from host.config import HostConfig
 from host.sessions import read_session_file
-from tests.conftest import FAKE_ACP_AGENT, PYTHON
+from tests.conftest import PYTHON
 from tests.sdk_provider._helpers import wait_for_file
-from tests.workspace._helpers import git, make_repo, our_branches, user_state, wait_until_removed, worktree_paths
+from tests.workspace._helpers import (
+    call_child,
+    git,
+    make_repo,
+    our_branches,
+    session_worktree_config,
+    success_value,
+    user_state,
+    wait_until_removed,
+    worktree_paths,
+)
 
 pytestmark = pytest.mark.anyio
 
 _TIMEOUT_S = 60
 
 
-def _config(
-    tmp_path: Path, repo: Path, *, workspace: str = "worktree", setup: list[str] | None = None, idle_ms: float = 300000
-) -> Any:
-    entry: dict[str, Any] = {
-        "session_idle_ms": idle_ms,
-        "kind": "acp",
-        "command": PYTHON,
-        "args": [str(FAKE_ACP_AGENT)],
-        "dispose_eof_grace_ms": 300,
-        "dispose_grace_ms": 300,
-        "cwd": str(repo),
-        "workspace": workspace,
-        "env": {
-            "MOCK_FS_OPS_FROM_PROMPT": "1",
-            "MOCK_ECHO_CWD": "1",
-            "MOCK_SESSION_RESUME": "1",
-            "MOCK_SESSION_FORK": "1",
-            "MOCK_SESSION_DIR": str(tmp_path),
-        },
-    }
-    if setup is not None:
-        entry["setup"] = setup
-    return parse_config({"providers": {"child": entry}})
+def _fork_config(tmp_path: Path, repo: Path, **keys: Any) -> HostConfig:
+    """The session worktree entry whose fake agent also forks (``MOCK_SESSION_FORK``)."""
+    return session_worktree_config(tmp_path, repo, MOCK_SESSION_FORK="1", **keys)
 
 
 def _ops(*ops: list[str]) -> str:
     """A task the fake agent executes: file edits in its cwd."""
     return json.dumps(list(ops))
-
-
-async def _call(host: Host, arguments: dict[str, Any], signal: Any = None) -> ToolResult:
-    return await host.execute("delegate_child", arguments, signal=signal or CancelController().signal)
-
-
-def _value(result: ToolResult) -> dict[str, Any]:
-    assert isinstance(result, ToolSuccess), result
-    assert isinstance(result.value, dict)
-    return result.value
 
 
 def _process_cwd(value: dict[str, Any]) -> str:
@@ -81,19 +61,21 @@ async def test_a_fork_works_on_from_the_sources_files_and_applies_both(tmp_path:
     state = tmp_path / "state"
     before = user_state(repo)
     with anyio.fail_after(_TIMEOUT_S):
-        async with Host.open(_config(tmp_path, repo), state_dir=state) as host:
-            source = _value(await _call(host, {"task": _ops(["append", "n.txt", "source\n"])}))
+        async with Host.open(_fork_config(tmp_path, repo), state_dir=state) as host:
+            source = success_value(await call_child(host, {"task": _ops(["append", "n.txt", "source\n"])}))
             source_id = source["session_id"]
             source_tip = git(repo, "rev-parse", f"subagent-host/{source_id}").strip()
             task = _ops(["append", "n.txt", "fork\n"], ["write", "m.txt", "fork only\n"])
-            fork = _value(await _call(host, {"task": task, "fork_session_id": source_id}))
+            fork = success_value(await call_child(host, {"task": task, "fork_session_id": source_id}))
             fork_id = fork["session_id"]
             fork_worktree = state / "worktrees" / fork_id
             source_worktree = state / "worktrees" / source_id
             assert (fork_worktree / "n.txt").read_text() == "source\nfork\n"
             assert not (source_worktree / "m.txt").exists()
             assert (source_worktree / "n.txt").read_text() == "source\n"
-            again = _value(await _call(host, {"task": _ops(["append", "n.txt", "main\n"]), "session_id": source_id}))
+            again = success_value(
+                await call_child(host, {"task": _ops(["append", "n.txt", "main\n"]), "session_id": source_id})
+            )
             applied = await host.execute("changes_apply", {"run_id": fork["run_id"]}, signal=CancelController().signal)
     assert fork_id != source_id
     assert _process_cwd(fork) == str(fork_worktree)
@@ -127,14 +109,14 @@ async def test_a_fork_works_on_from_the_sources_files_and_applies_both(tmp_path:
 async def test_a_fork_continued_cold_in_a_new_host_keeps_the_sources_baseline(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
-    config = _config(tmp_path, repo, idle_ms=0)
+    config = _fork_config(tmp_path, repo, idle_ms=0)
     with anyio.fail_after(_TIMEOUT_S):
         async with Host.open(config, state_dir=state) as host:
-            source = _value(await _call(host, {"task": _ops(["append", "n.txt", "source\n"])}))
-            fork = _value(await _call(host, {"task": _ops(), "fork_session_id": source["session_id"]}))
+            source = success_value(await call_child(host, {"task": _ops(["append", "n.txt", "source\n"])}))
+            fork = success_value(await call_child(host, {"task": _ops(), "fork_session_id": source["session_id"]}))
         async with Host.open(config, state_dir=state) as host:
             task = _ops(["append", "n.txt", "fork\n"])
-            again = _value(await _call(host, {"task": task, "session_id": fork["session_id"]}))
+            again = success_value(await call_child(host, {"task": task, "session_id": fork["session_id"]}))
             closed = await host.execute(
                 "session_close", {"session_id": fork["session_id"]}, signal=CancelController().signal
             )
@@ -161,8 +143,8 @@ async def test_a_fork_of_a_source_closed_without_changes_starts_from_its_baselin
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
     with anyio.fail_after(_TIMEOUT_S):
-        async with Host.open(_config(tmp_path, repo), state_dir=state) as host:
-            source = _value(await _call(host, {"task": _ops()}))
+        async with Host.open(_fork_config(tmp_path, repo), state_dir=state) as host:
+            source = success_value(await call_child(host, {"task": _ops()}))
             source_id = source["session_id"]
             assert "changes" not in source
             closed = await host.execute("session_close", {"session_id": source_id}, signal=CancelController().signal)
@@ -170,7 +152,9 @@ async def test_a_fork_of_a_source_closed_without_changes_starts_from_its_baselin
             await wait_until_removed(state / "worktrees" / source_id, repo)
             await _wait_until_no_branches(repo)  # closed without changes: its branch is deleted
             (repo / "a.txt").write_text("the parent moved on\n")  # a fresh baseline would hold this
-            fork = _value(await _call(host, {"task": _ops(["append", "x.txt", "x\n"]), "fork_session_id": source_id}))
+            fork = success_value(
+                await call_child(host, {"task": _ops(["append", "x.txt", "x\n"]), "fork_session_id": source_id})
+            )
             fork_worktree = state / "worktrees" / fork["session_id"]
             assert (fork_worktree / "a.txt").read_text() == "one\ntwo\nthree\n"
     source_record = read_session_file(state, source_id)
@@ -184,16 +168,18 @@ async def test_a_fork_of_a_shared_source_works_where_it_asks(tmp_path: Path) -> 
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
     with anyio.fail_after(_TIMEOUT_S):
-        async with Host.open(_config(tmp_path, repo), state_dir=state) as host:
+        async with Host.open(_fork_config(tmp_path, repo), state_dir=state) as host:
             task = _ops(["append", "n.txt", "shared\n"])
-            source = _value(await _call(host, {"task": task, "workspace": "shared"}))
+            source = success_value(await call_child(host, {"task": task, "workspace": "shared"}))
             source_id = source["session_id"]
             assert (repo / "n.txt").read_text() == "shared\n"
             # No workspace asked: the fork takes the source's (shared), not the entry's.
-            inherited = _value(await _call(host, {"task": _ops(), "fork_session_id": source_id}))
+            inherited = success_value(await call_child(host, {"task": _ops(), "fork_session_id": source_id}))
             # A worktree asked: a fresh one from the parent's tree (which holds the shared source's edit).
             task = _ops(["append", "n.txt", "fork\n"])
-            own = _value(await _call(host, {"task": task, "fork_session_id": source_id, "workspace": "worktree"}))
+            own = success_value(
+                await call_child(host, {"task": task, "fork_session_id": source_id, "workspace": "worktree"})
+            )
             own_worktree = state / "worktrees" / own["session_id"]
             assert (own_worktree / "n.txt").read_text() == "shared\nfork\n"
     assert _process_cwd(inherited) == str(repo) and "changes" not in inherited
@@ -223,11 +209,11 @@ async def test_a_forks_failed_or_cancelled_worktree_leaves_nothing_and_the_sourc
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
     gate, started, seen = tmp_path / "gate", tmp_path / "setup-started", tmp_path / "seen"
-    config = _config(tmp_path, repo, setup=_gated_setup(gate, started, seen))
+    config = _fork_config(tmp_path, repo, setup=_gated_setup(gate, started, seen))
     controller = CancelController()
     with anyio.fail_after(_TIMEOUT_S):
         async with Host.open(config, state_dir=state) as host:
-            source = _value(await _call(host, {"task": _ops(["append", "n.txt", "source\n"])}))
+            source = success_value(await call_child(host, {"task": _ops(["append", "n.txt", "source\n"])}))
             source_id = source["session_id"]
             source_tip = git(repo, "rev-parse", f"subagent-host/{source_id}").strip()
             gate.write_text(mode)
@@ -241,13 +227,15 @@ async def test_a_forks_failed_or_cancelled_worktree_leaves_nothing_and_the_sourc
                 if mode == "hang":
                     group.start_soon(cancel_once_setup_runs)
                 task = _ops(["append", "n.txt", "fork\n"])
-                result = await _call(host, {"task": task, "fork_session_id": source_id}, controller.signal)
+                result = await call_child(host, {"task": task, "fork_session_id": source_id}, controller.signal)
             source_worktree = state / "worktrees" / source_id
             assert worktree_paths(repo) == [str(repo), str(source_worktree)]  # the warm source keeps its own
             assert (source_worktree / "n.txt").read_text() == "source\n"
             assert our_branches(repo) == [f"subagent-host/{source_id}"]
             gate.write_text("")
-            again = _value(await _call(host, {"task": _ops(["append", "n.txt", "more\n"]), "session_id": source_id}))
+            again = success_value(
+                await call_child(host, {"task": _ops(["append", "n.txt", "more\n"]), "session_id": source_id})
+            )
     assert isinstance(result, ToolFailure), result
     assert seen.read_text() == "source\n"  # the fork's setup ran in a worktree of the source's work
     if mode == "fail":

@@ -14,63 +14,31 @@ from typing import Any
 import anyio
 import pytest
 
-from host import CancelController, Host, ToolFailure, ToolResult, ToolSuccess
+from host import CancelController, Host, ToolFailure, ToolSuccess
 from host.config._loader import parse_config
 from host.sessions import read_session_file
-from tests.conftest import FAKE_ACP_AGENT, FAKE_DSH_RUNTIME, PYTHON
+from tests.conftest import FAKE_DSH_RUNTIME, PYTHON
 from tests.server._helpers import fake_agents
-from tests.workspace._helpers import git, make_repo, our_branches, user_state, wait_until_removed, worktree_paths
+from tests.workspace._helpers import (
+    call_child,
+    git,
+    make_repo,
+    our_branches,
+    session_worktree_config,
+    success_value,
+    user_state,
+    wait_until_removed,
+    worktree_paths,
+)
 
 pytestmark = pytest.mark.anyio
 
 _TIMEOUT_S = 60
 
 
-def _config(
-    tmp_path: Path,
-    repo: Path,
-    *,
-    idle_ms: float = 300000,
-    workspace: str = "worktree",
-    max_warm: int = 4,
-    setup: list[str] | None = None,
-    **env: str,
-) -> Any:
-    entry: dict[str, Any] = {
-        "kind": "acp",
-        "command": PYTHON,
-        "args": [str(FAKE_ACP_AGENT)],
-        "dispose_eof_grace_ms": 300,
-        "dispose_grace_ms": 300,
-        "cwd": str(repo),
-        "workspace": workspace,
-        "session_idle_ms": idle_ms,
-        "env": {
-            "MOCK_FS_OPS_FROM_PROMPT": "1",
-            "MOCK_ECHO_CWD": "1",
-            "MOCK_SESSION_RESUME": "1",
-            "MOCK_SESSION_DIR": str(tmp_path),
-            **env,
-        },
-    }
-    if setup is not None:
-        entry["setup"] = setup
-    return parse_config({"providers": {"child": entry}, "host": {"max_warm_sessions": max_warm}})
-
-
 def _append(path: str, text: str) -> str:
     """A task the fake agent executes: append ``text`` to ``path`` in its cwd."""
     return json.dumps([["append", path, text]])
-
-
-async def _call(host: Host, arguments: dict[str, Any]) -> ToolResult:
-    return await host.execute("delegate_child", arguments, signal=CancelController().signal)
-
-
-def _value(result: ToolResult) -> dict[str, Any]:
-    assert isinstance(result, ToolSuccess), result
-    assert isinstance(result.value, dict)
-    return result.value
 
 
 def _cwds(value: dict[str, Any]) -> tuple[str, str]:
@@ -84,13 +52,15 @@ async def test_a_warm_session_works_in_one_worktree_and_close_removes_it(tmp_pat
     state = tmp_path / "state"
     before = user_state(repo)
     with anyio.fail_after(_TIMEOUT_S):
-        async with Host.open(_config(tmp_path, repo), state_dir=state) as host:
-            first = _value(await _call(host, {"task": _append("notes.txt", "turn one\n")}))
+        async with Host.open(session_worktree_config(tmp_path, repo), state_dir=state) as host:
+            first = success_value(await call_child(host, {"task": _append("notes.txt", "turn one\n")}))
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
             pids = [agent.pid for agent in fake_agents(os.getpid())]
             assert worktree_paths(repo) == [str(repo), str(worktree)]  # kept after the turn
-            second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
+            second = success_value(
+                await call_child(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id})
+            )
             assert [agent.pid for agent in fake_agents(os.getpid())] == pids  # the same warm child
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
             result = await host.execute("session_close", {"session_id": session_id}, signal=CancelController().signal)
@@ -118,21 +88,25 @@ async def test_a_warm_session_works_in_one_worktree_and_close_removes_it(tmp_pat
 async def test_a_cold_session_in_a_new_host_recreates_its_worktree_from_the_branch(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
-    config = _config(tmp_path, repo, idle_ms=0)
+    config = session_worktree_config(tmp_path, repo, idle_ms=0)
     with anyio.fail_after(_TIMEOUT_S):
         async with Host.open(config, state_dir=state) as host:
-            first = _value(await _call(host, {"task": _append("notes.txt", "turn one\n")}))
+            first = success_value(await call_child(host, {"task": _append("notes.txt", "turn one\n")}))
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
             # Cold (idle 0: the child went down after the turn): the worktree goes, the branch holds the turn.
             await wait_until_removed(worktree, repo)
             assert worktree_paths(repo) == [str(repo)]
             assert git(repo, "show", f"subagent-host/{session_id}:notes.txt") == "turn one\n"
-            second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
+            second = success_value(
+                await call_child(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id})
+            )
         assert worktree_paths(repo) == [str(repo)]
         assert our_branches(repo) == [f"subagent-host/{session_id}"]
         async with Host.open(config, state_dir=state) as host:
-            third = _value(await _call(host, {"task": _append("notes.txt", "turn three\n"), "session_id": session_id}))
+            third = success_value(
+                await call_child(host, {"task": _append("notes.txt", "turn three\n"), "session_id": session_id})
+            )
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\nturn three\n"
     assert _cwds(second) == (str(worktree), str(worktree))
     assert _cwds(third) == (str(worktree), str(worktree))
@@ -145,12 +119,14 @@ async def test_an_idle_session_goes_cold_and_its_next_turn_recreates_the_worktre
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
     with anyio.fail_after(_TIMEOUT_S):
-        async with Host.open(_config(tmp_path, repo, idle_ms=200), state_dir=state) as host:
-            first = _value(await _call(host, {"task": _append("notes.txt", "turn one\n")}))
+        async with Host.open(session_worktree_config(tmp_path, repo, idle_ms=200), state_dir=state) as host:
+            first = success_value(await call_child(host, {"task": _append("notes.txt", "turn one\n")}))
             session_id = first["session_id"]
             worktree = state / "worktrees" / session_id
             await wait_until_removed(worktree, repo)  # the reaper took the idle session cold, and its worktree went
-            second = _value(await _call(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id}))
+            second = success_value(
+                await call_child(host, {"task": _append("notes.txt", "turn two\n"), "session_id": session_id})
+            )
             assert (worktree / "notes.txt").read_text() == "turn one\nturn two\n"
     assert _cwds(second) == (str(worktree), str(worktree))
     assert second["changes"]["files"][0]["insertions"] == 2
@@ -161,14 +137,16 @@ async def test_an_evicted_session_loses_its_worktree_until_its_next_turn(tmp_pat
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
     with anyio.fail_after(_TIMEOUT_S):
-        async with Host.open(_config(tmp_path, repo, max_warm=1), state_dir=state) as host:
-            one = _value(await _call(host, {"task": _append("one.txt", "first\n")}))
+        async with Host.open(session_worktree_config(tmp_path, repo, max_warm=1), state_dir=state) as host:
+            one = success_value(await call_child(host, {"task": _append("one.txt", "first\n")}))
             first_worktree = state / "worktrees" / one["session_id"]
-            two = _value(await _call(host, {"task": _append("two.txt", "second\n")}))
+            two = success_value(await call_child(host, {"task": _append("two.txt", "second\n")}))
             await wait_until_removed(first_worktree, repo)  # the bound took the first session cold: its worktree went
             second_worktree = state / "worktrees" / two["session_id"]
             assert worktree_paths(repo) == [str(repo), str(second_worktree)]
-            again = _value(await _call(host, {"task": _append("one.txt", "again\n"), "session_id": one["session_id"]}))
+            again = success_value(
+                await call_child(host, {"task": _append("one.txt", "again\n"), "session_id": one["session_id"]})
+            )
             assert (first_worktree / "one.txt").read_text() == "first\nagain\n"
             assert not (first_worktree / "two.txt").exists()
     assert again["changes"]["files"] == [{"path": "one.txt", "status": "added", "insertions": 2, "deletions": 0}]
@@ -182,12 +160,14 @@ async def test_setup_runs_once_per_checkout_of_the_worktree(tmp_path: Path, idle
     state = tmp_path / "state"
     log = tmp_path / "setup.log"
     script = f"open({str(log)!r}, 'a').write('setup\\n'); open('.env', 'w').write('s')"
-    config = _config(tmp_path, repo, idle_ms=idle_ms, setup=[PYTHON, "-c", script])
+    config = session_worktree_config(tmp_path, repo, idle_ms=idle_ms, setup=[PYTHON, "-c", script])
     with anyio.fail_after(_TIMEOUT_S):
         async with Host.open(config, state_dir=state) as host:
-            first = _value(await _call(host, {"task": _append("notes.txt", "one\n")}))
+            first = success_value(await call_child(host, {"task": _append("notes.txt", "one\n")}))
             session_id = first["session_id"]
-            second = _value(await _call(host, {"task": _append("notes.txt", "two\n"), "session_id": session_id}))
+            second = success_value(
+                await call_child(host, {"task": _append("notes.txt", "two\n"), "session_id": session_id})
+            )
     assert [file["path"] for file in second["changes"]["files"]] == ["notes.txt"]  # setup's .env is ignored
     assert log.read_text() == "setup\n" * setups  # a warm session's worktree is set up once; a recreated one again
 
@@ -196,12 +176,14 @@ async def test_a_later_turn_cannot_switch_the_sessions_workspace(tmp_path: Path)
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
     with anyio.fail_after(_TIMEOUT_S):
-        async with Host.open(_config(tmp_path, repo, workspace="shared"), state_dir=state) as host:
-            first = _value(await _call(host, {"task": _append("n.txt", "one\n"), "workspace": "worktree"}))
+        async with Host.open(session_worktree_config(tmp_path, repo, workspace="shared"), state_dir=state) as host:
+            first = success_value(await call_child(host, {"task": _append("n.txt", "one\n"), "workspace": "worktree"}))
             session_id = first["session_id"]
-            switched = await _call(host, {"task": "[]", "session_id": session_id, "workspace": "shared"})
+            switched = await call_child(host, {"task": "[]", "session_id": session_id, "workspace": "shared"})
             # Without the argument a later turn inherits the session's worktree (not the entry's "shared").
-            inherited = _value(await _call(host, {"task": _append("n.txt", "two\n"), "session_id": session_id}))
+            inherited = success_value(
+                await call_child(host, {"task": _append("n.txt", "two\n"), "session_id": session_id})
+            )
     assert isinstance(switched, ToolFailure)
     assert switched.error.message == (
         f'session {session_id} works in workspace "worktree"; a later turn cannot switch it to "shared"'
@@ -228,9 +210,9 @@ async def test_a_warm_dsh_sdk_session_keeps_its_runtime_in_the_worktree(tmp_path
     }
     with anyio.fail_after(_TIMEOUT_S):
         async with Host.open(parse_config({"providers": {"child": entry}}), state_dir=state) as host:
-            first = _value(await _call(host, {"task": "one"}))
+            first = success_value(await call_child(host, {"task": "one"}))
             session_id = first["session_id"]
-            second = _value(await _call(host, {"task": "two", "session_id": session_id}))
+            second = success_value(await call_child(host, {"task": "two", "session_id": session_id}))
     worktree = state / "worktrees" / session_id
     for value in (first, second):
         assert f"cwd={worktree}" in value["output"][0]["text"].split("\n")
