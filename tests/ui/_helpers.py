@@ -8,6 +8,7 @@ for a whole module); every ``ui`` server and every ``run`` is a marked child tha
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -137,3 +138,13 @@ def wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+def digest_tree(directory: Path) -> dict[str, str]:
+    """Every file under ``directory`` by its relative path, with its SHA-256 (the read-only checks compare two)."""
+    found: dict[str, str] = {}
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            path = Path(root) / name
+            found[str(path.relative_to(directory))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found

@@ -4,9 +4,7 @@ every signal ends it cleanly; visiting every page changes nothing in the state d
 
 from __future__ import annotations
 
-import hashlib
 import http.client
-import os
 import signal
 import subprocess
 import urllib.error
@@ -18,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.cli._helpers import CONSOLE_SCRIPT
-from tests.ui._helpers import cli_env, run_task, ui_server, write_batch
+from tests.ui._helpers import cli_env, digest_tree, run_task, ui_server, write_batch
 
 TOKEN = "s3cret-token-for-the-dashboard"
 
@@ -121,27 +119,18 @@ def test_no_path_reaches_a_file_outside_the_state_directory(tmp_path: Path, path
     assert b"outside the state directory" not in body
 
 
-def _digest(directory: Path) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for root, _dirs, files in os.walk(directory):
-        for name in files:
-            path = Path(root) / name
-            found[str(path.relative_to(directory))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
-
-
 def test_visiting_every_page_changes_nothing_in_the_state_directory(tmp_path: Path, page: Page) -> None:
     state = tmp_path / "state"
     result = run_task(state, tmp_path, "read me")
     write_batch(state / "b", [{"id": "x", "run_id": result["run_id"], "stop_reason": "completed"}], total=1)
-    before = _digest(state)
+    before = digest_tree(state)
     with ui_server(state) as url:
         for path in ["", "api/runs", "sessions", "batches", "batch?name=b", f"runs/{result['run_id']}"]:
             page.goto(url + path)
         page.wait_for_selector("body[data-stream-ended=true]")
         page.click("#stderr summary")
         page.wait_for_timeout(300)
-    assert _digest(state) == before
+    assert digest_tree(state) == before
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP, signal.SIGTERM])

@@ -10,11 +10,9 @@ under a name full of markup and URL characters (with a kept patch), and two syml
 
 from __future__ import annotations
 
-import hashlib
 import html
 import http.client
 import json
-import os
 import re
 import shlex
 import shutil
@@ -29,7 +27,7 @@ from playwright.sync_api import Page, expect
 
 from tests.cli._helpers import CONSOLE_SCRIPT, acp_entry, write_config
 from tests.records._helpers import sdk_entry
-from tests.ui._helpers import cli_env, run_task, ui_server
+from tests.ui._helpers import cli_env, digest_tree, run_task, ui_server
 
 STDERR_LINE = "stderr of the sdk item"
 ODD_NAME = 'night & "day" <b> #?%+ x'
@@ -65,15 +63,6 @@ def _batch(tasks: list[dict[str, Any]], out: Path, base: Path, config: Path) -> 
     return {line["id"]: line for line in lines}
 
 
-def _digest(directory: Path) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for root, _dirs, files in os.walk(directory):
-        for name in files:
-            path = Path(root) / name
-            found[str(path.relative_to(directory))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
-
-
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory: pytest.TempPathFactory) -> _Layout:
     base = tmp_path_factory.mktemp("subdirectory-batch")
@@ -101,7 +90,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> _Layout:
     shutil.copytree(state / "nightly", base / "outside")
     (state / "elsewhere").symlink_to(base / "outside", target_is_directory=True)
     (state / "alias").symlink_to(state / "nightly", target_is_directory=True)
-    return _Layout(state, top, nightly, outside_run, _digest(state))
+    return _Layout(state, top, nightly, outside_run, digest_tree(state))
 
 
 def _get(url: str, path: str) -> tuple[int, str]:
@@ -296,4 +285,4 @@ def test_clicking_through_a_subdirectory_batch_in_a_browser_changes_nothing(layo
     assert any("/events?batch=nightly" in request for request in requests)
     assert any("/stderr?batch=nightly" in request for request in requests)
     assert all(request.startswith(url) for request in requests)
-    assert _digest(layout.state) == layout.digest
+    assert digest_tree(layout.state) == layout.digest
