@@ -33,7 +33,6 @@ __all__ = [
     "write_file_atomically",
 ]
 
-_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 _CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _PRIVATE_MODE: Final = 0o600
 
@@ -46,22 +45,29 @@ class FileTooLargeError(OSError):
     """A file read whole holds more than the reader's bound."""
 
 
-def open_regular_fd(path: str | os.PathLike[str]) -> int:
-    """A read-only descriptor of ``path``, if it is a regular file and not a symlink (the caller closes it).
+def open_regular_fd(
+    path: str | os.PathLike[str], *, flags: int = os.O_RDONLY, mode: int = _PRIVATE_MODE, name: str | None = None
+) -> int:
+    """A descriptor of ``path`` opened with ``flags`` (read-only by default; ``mode`` when ``O_CREAT`` creates it),
+    always ``O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC``, if it is a regular file and not a symlink (the caller closes it).
+    ``O_NONBLOCK`` stays set (it changes nothing for a regular file). ``name`` prefixes the refusal's text
+    (``results.jsonl is a symlink``).
 
     Raises:
-        NotRegularFileError: it is a symlink (``errno.ELOOP``) or something else (``errno.EINVAL``).
+        NotRegularFileError: it is a symlink (``errno.ELOOP``) or something else (``errno.EINVAL``; a FIFO opened for
+            writing with no reader: ``errno.ENXIO``, from the open itself).
         OSError: it cannot be opened (``FileNotFoundError``, ``PermissionError``).
     """
+    prefix = f"{name} is " if name else ""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # O_NOFOLLOW: the last component is a symlink
-            raise NotRegularFileError(errno.ELOOP, "a symlink", os.fspath(path)) from None
+            raise NotRegularFileError(errno.ELOOP, f"{prefix}a symlink", os.fspath(path)) from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFileError(errno.EINVAL, "not a regular file", os.fspath(path))
+            raise NotRegularFileError(errno.EINVAL, f"{prefix}not a regular file", os.fspath(path))
     except BaseException:
         os.close(fd)
         raise
@@ -113,7 +119,13 @@ def create_temporary(directory: str | os.PathLike[str], name: str) -> tuple[int,
             fd = os.open(path, _CREATE_FLAGS, _PRIVATE_MODE)
         except FileExistsError:  # 48 random bits taken: draw again
             continue
-        os.fchmod(fd, _PRIVATE_MODE)  # the umask may have masked the mode
+        try:
+            os.fchmod(fd, _PRIVATE_MODE)  # the umask may have masked the mode
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
         return fd, path
 
 

@@ -71,8 +71,7 @@ _REQUEST_ERROR_CLASSES: Final = tuple(_REQUEST_ERRORS)
 def _acp_error(raw: Exception) -> Exception:
     """``raw`` (one of ``_REQUEST_ERROR_CLASSES``) as the ACP provider's raw error."""
     mapped = mapped_error(_REQUEST_ERRORS, raw)
-    assert mapped is not None
-    return mapped
+    return mapped if mapped is not None else raw  # never: every caller passes one of the mapped classes
 
 
 class AcpConnection:

@@ -8,17 +8,15 @@ driver is its only writer (an exclusive ``flock`` while it is open: a second bat
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from host._files import NotRegularFileError, open_regular
+from host._files import open_regular, open_regular_fd
 from host.records import encode_line
 
 __all__ = ["RESULTS_FILE_NAME", "RESULT_SCHEMA", "DoneItem", "ResultsFile", "ResultsLockedError"]
@@ -26,8 +24,8 @@ __all__ = ["RESULTS_FILE_NAME", "RESULT_SCHEMA", "DoneItem", "ResultsFile", "Res
 RESULTS_FILE_NAME: Final = "results.jsonl"
 RESULT_SCHEMA: Final = 1
 """The ``schema`` member of every result line."""
-_OPEN_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-"""Never through a symlink, never waiting on a FIFO (the file is then refused: it is not a regular file)."""
+_OPEN_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT
+"""Through ``open_regular_fd``: never through a symlink, never waiting on a FIFO (refused: not a regular file)."""
 _FILE_MODE: Final = 0o600
 _READ_SIZE: Final = 1 << 16
 
@@ -64,17 +62,9 @@ class ResultsFile:
             OSError: it cannot be created or opened.
         """
         path = outdir / RESULTS_FILE_NAME
+        fd = open_regular_fd(path, flags=_OPEN_FLAGS, mode=_FILE_MODE, name=RESULTS_FILE_NAME)
         try:
-            fd = os.open(path, _OPEN_FLAGS, _FILE_MODE)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise NotRegularFileError(errno.ELOOP, "results.jsonl is a symlink", str(path)) from None
-            raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise NotRegularFileError(errno.EINVAL, "results.jsonl is not a regular file", str(path))
-        os.set_blocking(fd, True)
-        try:
+            os.set_blocking(fd, True)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)

@@ -25,6 +25,7 @@ from host._files import FileTooLargeError, NotRegularFileError, read_regular
 from host._text import encode_json
 
 __all__ = [
+    "MAX_SESSION_FILE_BYTES",
     "SESSION_ID_BYTES",
     "SessionCapability",
     "SessionRecord",
@@ -52,7 +53,7 @@ SESSION_ID_BYTES: Final = 24
 _ID_SHAPE: Final = re.compile(r"[A-Za-z0-9_-]{32}")
 _DIR_MODE: Final = 0o700
 _FILE_MODE: Final = 0o600
-_MAX_FILE_BYTES: Final = 16 * 1024 * 1024
+MAX_SESSION_FILE_BYTES: Final = 16 * 1024 * 1024
 """The largest session file read (a turn adds ~40 bytes, its run id: ~400,000 turns); a larger one is unreadable."""
 
 SessionState = Literal["warm", "cold", "closed"]
@@ -186,11 +187,11 @@ def read_session_file(state_dir: Path, session_id: str) -> SessionRecord | None:
     """The record of ``session_id``, or ``None`` when there is none (or it is unreadable or malformed).
 
     Only a regular file is read (never blocking: a FIFO or a symlink there is unreadable), and at most
-    ``_MAX_FILE_BYTES`` of it."""
+    ``MAX_SESSION_FILE_BYTES`` of it."""
     if not is_session_id(session_id):
         return None
     path = sessions_dir(state_dir) / f"{session_id}.json"
-    limit = _MAX_FILE_BYTES
+    limit = MAX_SESSION_FILE_BYTES
     try:
         data = read_regular(path, limit)
     except (NotRegularFileError, FileTooLargeError):

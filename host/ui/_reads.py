@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from host._files import open_regular
+from host.sessions._store import MAX_SESSION_FILE_BYTES
 from host.ui._index import read_records_from
 
 __all__ = ["NAME_PATTERN", "read_patch_files", "read_run_facts", "read_sessions", "read_stderr", "transcript_path"]
@@ -23,8 +24,6 @@ NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """A run or session id as the host mints them (uuid4, token_urlsafe); anything else is not found."""
 _MAX_PATCH_BYTES: Final = 4 * 1024 * 1024
 _MAX_STDERR_BYTES: Final = 256 * 1024
-_MAX_SESSION_BYTES: Final = 16 * 1024 * 1024
-"""As the host's own bound on a session file (``host/sessions/_store.py``): a turn adds ~40 bytes, its run id."""
 _HEAD_BYTES: Final = 256 * 1024
 
 
@@ -104,7 +103,7 @@ def read_sessions(state_dir: Path) -> dict[str, dict[str, Any]]:
         session_id = name[: -len(".json")] if name.endswith(".json") else ""
         if not NAME_PATTERN.fullmatch(session_id):
             continue
-        content = _read_text(state_dir / "sessions" / name, _MAX_SESSION_BYTES)
+        content = _read_text(state_dir / "sessions" / name, MAX_SESSION_FILE_BYTES)
         try:
             value = json.loads(content) if content is not None else None
         except ValueError:

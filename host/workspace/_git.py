@@ -33,6 +33,7 @@ from host.process import ProcessTree, build_child_env
 
 __all__ = [
     "GIT_TIMEOUT_S",
+    "MAX_GIT_FACT_BYTES",
     "MIN_GIT_VERSION",
     "TERM_GRACE_S",
     "GitCommandError",
@@ -70,6 +71,9 @@ GIT_TIMEOUT_S: Final = 300.0
 """Bounds one git command (a checkout of a very large tree included)."""
 _OUTPUT_CAP_BYTES: Final = 256 * 1024 * 1024
 """Bounds the stdout a git command may hand back in memory (patches go straight to a file)."""
+MAX_GIT_FACT_BYTES: Final = 64 * 1024
+"""The largest file of git's own facts the host reads whole (a worktree's ``.git``, ``HEAD``, ``gitdir``,
+``locked``: git writes a path, a ref or a reason there); a larger one is unreadable."""
 _STDERR_CAP_BYTES: Final = 64 * 1024
 """How much of a command's stderr is kept (for the raw cause)."""
 REPO_LOCK_TIMEOUT_S: Final = 120.0

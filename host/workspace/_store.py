@@ -7,18 +7,16 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from pydantic import ValidationError
 
-from host._files import NotRegularFileError, read_regular, write_file_atomically
+from host._files import open_regular_fd, read_regular, write_file_atomically
 from host.workspace._changes import Changes
 
 __all__ = [
@@ -60,11 +58,8 @@ def open_patch_file(runs_dir: Path, run_id: str) -> int:
     """A write descriptor on ``<run_id>.patch``, created 0600 (or truncated: a later turn's delta replaces it)."""
     _ensure_dir(runs_dir)
     # Never through a symlink, never waiting on a FIFO put there (both fail: the patch is not written).
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    fd = os.open(patch_path(runs_dir, run_id), flags, _FILE_MODE)
+    fd = open_regular_fd(patch_path(runs_dir, run_id), flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode=_FILE_MODE)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFileError(errno.EINVAL, "not a regular file", str(patch_path(runs_dir, run_id)))
         os.set_blocking(fd, True)
         os.fchmod(fd, _FILE_MODE)
     except BaseException:

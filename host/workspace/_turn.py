@@ -24,7 +24,7 @@ import anyio
 from host._exceptions import WorkspaceError
 from host._files import read_regular
 from host.workspace._changes import Changes, parse_changes
-from host.workspace._git import RepoLocks, commit_idents, commit_object, first_leaf, git
+from host.workspace._git import MAX_GIT_FACT_BYTES, RepoLocks, commit_idents, commit_object, first_leaf, git
 from host.workspace._store import open_patch_file, remove_run_files, write_changes_file
 from host.workspace._worktree import Workspace
 
@@ -36,8 +36,6 @@ _DIFF: Final = ("diff-index", "--cached", "-z", "-M", "--raw", "--numstat", "-p"
 _RECORDS_CAP_BYTES: Final = 64 * 1024 * 1024
 """Bounds the raw + numstat records kept in memory (a few hundred bytes per changed file)."""
 _RECORDS_TOO_LARGE: Final = "the turn changed more files than the host records"
-_MAX_GIT_FACT_BYTES: Final = 64 * 1024
-"""The largest ``.git`` file or ``HEAD`` read (git writes a path or a ref); a larger one is unreadable."""
 _PATCH_WRITE_FAILED: Final = "the turn's patch could not be written"
 _PATCH_BATCH_BYTES: Final = 1024 * 1024
 """How much of the patch is gathered before one write of it in a worker thread (and bounds what is held)."""
@@ -286,8 +284,8 @@ async def _keep_branch_at_head(workspace: Workspace, locks: RepoLocks) -> None:
 def _head_ref(worktree: str) -> str:
     """The worktree's HEAD file as it is (``ref: refs/heads/<branch>``, or a commit id when detached)."""
     try:
-        dotgit = read_regular(os.path.join(worktree, ".git"), _MAX_GIT_FACT_BYTES)
+        dotgit = read_regular(os.path.join(worktree, ".git"), MAX_GIT_FACT_BYTES)
         admin = dotgit.decode().removeprefix("gitdir:").strip()
-        return read_regular(os.path.join(worktree, admin, "HEAD"), _MAX_GIT_FACT_BYTES).decode().strip()
+        return read_regular(os.path.join(worktree, admin, "HEAD"), MAX_GIT_FACT_BYTES).decode().strip()
     except (OSError, UnicodeDecodeError):  # the child may have made .git anything: a FIFO, a symlink, a huge file
         return ""

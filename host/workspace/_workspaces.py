@@ -30,7 +30,7 @@ from host.workspace._baseline import (
 )
 from host.workspace._changes import Changes
 from host.workspace._fork import fork_start
-from host.workspace._git import RepoLocks, check_git_version, git
+from host.workspace._git import MAX_GIT_FACT_BYTES, RepoLocks, check_git_version, git
 from host.workspace._reopen import WORKTREE_IN_USE, WORKTREE_LOST, reopen_worktree, retire_branch
 from host.workspace._store import patch_path, read_changes_file, remove_run_files
 from host.workspace._turn import record_turn
@@ -52,8 +52,6 @@ logger = logging.getLogger(__name__)
 _NO_CHANGES: Final = "run {run_id} kept no changes to apply"
 _STALE_HALF_MADE_S: Final = 3600.0
 """A directory under ``worktrees/`` that never became a worktree is removed once it is this old."""
-_MAX_GIT_FACT_BYTES: Final = 64 * 1024
-"""The largest ``.git`` file, ``gitdir`` or ``locked`` read (git writes a path or a reason); larger: unreadable."""
 
 
 def branch_of_run(run_id: str) -> str:
@@ -66,8 +64,8 @@ def _admin_dir_of(path: Path) -> Path | None:
     this worktree's ``.git`` file: the ``.git`` file lives in the worktree, so the child can rewrite it, and a path
     read from it alone must never choose where the host runs git or reach an error text."""
     try:
-        admin = Path(os.fsdecode(read_regular(path / ".git", _MAX_GIT_FACT_BYTES)).removeprefix("gitdir:").strip())
-        linked = Path(os.fsdecode(read_regular(admin / "gitdir", _MAX_GIT_FACT_BYTES)).strip())
+        admin = Path(os.fsdecode(read_regular(path / ".git", MAX_GIT_FACT_BYTES)).removeprefix("gitdir:").strip())
+        linked = Path(os.fsdecode(read_regular(admin / "gitdir", MAX_GIT_FACT_BYTES)).strip())
         return admin if admin.is_absolute() and os.path.samefile(linked, path / ".git") else None
     except (OSError, ValueError):
         return None
@@ -235,7 +233,7 @@ class Workspaces:
         if admin is None:
             return False  # not a worktree git links back to (the child may have rewritten its .git file)
         try:
-            reason = read_regular(admin / "locked", _MAX_GIT_FACT_BYTES).decode()
+            reason = read_regular(admin / "locked", MAX_GIT_FACT_BYTES).decode()
         except (OSError, UnicodeDecodeError):
             return False
         base = dead_lock_reason(reason, path)
