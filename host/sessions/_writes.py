@@ -2,13 +2,14 @@
 the reading of all of them (``read_all``), off the loop too.
 
 A write takes the file's bytes on the loop (a snapshot of the record at that moment), then writes them (temporary
-file, ``fsync``, ``os.replace``: ``host.sessions._store``) in a worker thread, so the loop never waits on the disk.
+file, ``fsync``, ``os.replace``: ``host.sessions._store``) in a worker thread, so the loop never waits on a write.
 The writes of one session pass one at a time, first come first served (a fair ``anyio.Lock`` per session id, kept
 only while a write of that session is queued or running), and each takes its snapshot only once its turn came: so
 a later write never lands before an earlier one, and the last write holds the newest record. Every caller awaits
 its write (shielded: a cancelled caller still writes), so a file is written before the call that changed it
-returns. Before the snapshot the writer takes in a close another process wrote since (``host.sessions._watch``),
-so a host never writes a closed session back open; after the write it remembers the new file's stamp.
+returns. Before the snapshot the writer takes in a close another process wrote since (``host.sessions._watch``,
+on the loop: one ``stat``, and a read of the file only when another process wrote it), so a host never writes a
+closed session back open; after the write it remembers the new file's stamp.
 """
 
 from __future__ import annotations

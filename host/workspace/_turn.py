@@ -4,7 +4,8 @@ After the child's turn, ``add -A`` stages the worktree as it is in the worktree'
 side by side, both reading that index: ``write-tree`` → ``hash-object -t commit`` → ``update-ref --stdin`` (the
 commit on the run's branch: plumbing, not ``git commit``, which refreshes the whole index again), and one
 ``diff-index --cached`` that prints the raw records, the numstat records and the binary patch in a single pass
-(parsed once; the patch streamed to ``<run_id>.patch``, its disk writes off the event loop). The index holds exactly
+(parsed once; the patch streamed to ``<run_id>.patch``, its large writes off the event loop: the file's open, a
+small patch's single write and the ``.changes.json`` stay on it). The index holds exactly
 the tree ``write-tree`` writes, so the diff need not wait for it. HEAD is read, and ``hash-object`` and
 ``update-ref`` are spawned (waiting for their input), while ``add -A`` runs, so no process start lies on the path
 after ``write-tree`` (``bench/worktree.py``).
